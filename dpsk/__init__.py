@@ -1,0 +1,27 @@
+"""dpsk: differentially private classifiers for scikit-learn.
+
+Every estimator charges its privacy cost to a :class:`BudgetAccountant` (the one
+passed as ``accountant``, else :func:`default_accountant`) when, and only when,
+its fit succeeds.
+"""
+
+from ._accounting import (
+    BudgetAccountant,
+    BudgetExceededError,
+    PrivacyAccountingMixin,
+    default_accountant,
+)
+from ._solver import SolverError
+from .linear_model import DPHuberSVM, DPLogisticRegression
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "BudgetAccountant",
+    "BudgetExceededError",
+    "PrivacyAccountingMixin",
+    "default_accountant",
+    "SolverError",
+    "DPLogisticRegression",
+    "DPHuberSVM",
+]

@@ -1,0 +1,122 @@
+"""Input conditions the privacy proofs need, enforced in one place.
+
+* Rows must have L2 norm <= 1 after the map the model applies: rows longer than
+  ``data_norm`` are scaled down to it (clipping, a per-row operation that does not
+  look at other rows, so it costs no privacy), then divided by ``data_norm``.
+* A fitted intercept is a regularised constant feature: each row becomes
+  ``[x / data_norm, 1] / sqrt(2)``, whose norm stays <= 1.
+* Labels become {-1, +1}, one binary problem per class for one-vs-rest.
+"""
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["row_norms", "clip_rows", "design_matrix", "unscale_coef", "binary_targets"]
+
+#: Scale of the data block and of the constant column when an intercept is fitted.
+INTERCEPT_SCALE = 1.0 / np.sqrt(2.0)
+
+
+def row_norms(X):
+    """L2 norm of every row of a dense array or sparse matrix, in O(n) extra memory."""
+    if sp.issparse(X):
+        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+def clip_rows(X, data_norm, warn=True):
+    """Scale rows with norm above ``data_norm`` down to ``data_norm``.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n, d)
+    data_norm : float
+        The declared bound, > 0. It must come from domain knowledge, not from the
+        data: a bound read off the data would itself leak.
+    warn : bool, default=True
+        Warn (with the count of clipped rows) when any row was clipped.
+
+    Returns
+    -------
+    X_clipped : same type as X
+        A new array; X is not modified.
+    """
+    norms = row_norms(X)
+    too_long = norms > data_norm
+    factors = np.ones_like(norms)
+    factors[too_long] = data_norm / norms[too_long]
+    # Rows a rounding error above the bound are clipped too, but silently.
+    if warn and np.any(norms > data_norm * (1 + 1e-9)):
+        warnings.warn(
+            f"{int(np.sum(norms > data_norm * (1 + 1e-9)))} of {X.shape[0]} rows had an L2 norm above "
+            f"data_norm={data_norm:g} and were scaled down to it. Privacy holds for the "
+            f"clipped rows; if clipping is frequent, rescale your features or raise "
+            f"data_norm (from domain knowledge, not from the data).",
+            UserWarning,
+            stacklevel=3,
+        )
+    if sp.issparse(X):
+        return sp.diags(factors) @ X
+    return X * factors[:, None]
+
+
+def design_matrix(X, data_norm, fit_intercept, warn=True):
+    """Clip, normalise and, if asked, append the intercept column.
+
+    The returned rows have L2 norm <= 1, the condition of Algorithms 1 and 2 of
+    Chaudhuri et al. (2011). Use :func:`unscale_coef` to map a weight vector on
+    these rows back to ``coef_`` and ``intercept_`` on the user's features.
+
+    Returns
+    -------
+    Z : ndarray or sparse CSR matrix of shape (n, d + fit_intercept)
+    """
+    X = clip_rows(X, data_norm, warn=warn)
+    scale = (INTERCEPT_SCALE if fit_intercept else 1.0) / data_norm
+    if sp.issparse(X):
+        Z = X * scale
+        if fit_intercept:
+            ones = np.full((X.shape[0], 1), INTERCEPT_SCALE)
+            Z = sp.hstack([Z, sp.csr_matrix(ones)], format="csr")
+        return sp.csr_matrix(Z)
+    if not fit_intercept:
+        X *= scale  # X is already a private copy made by clip_rows
+        return X
+    Z = np.empty((X.shape[0], X.shape[1] + 1))
+    np.multiply(X, scale, out=Z[:, :-1])
+    Z[:, -1] = INTERCEPT_SCALE
+    return Z
+
+
+def unscale_coef(W, data_norm, fit_intercept):
+    """Map weights on :func:`design_matrix` rows to ``(coef, intercept)``.
+
+    Parameters
+    ----------
+    W : ndarray of shape (K, d + fit_intercept)
+
+    Returns
+    -------
+    coef : ndarray of shape (K, d)
+    intercept : ndarray of shape (K,)
+    """
+    if fit_intercept:
+        return W[:, :-1] * (INTERCEPT_SCALE / data_norm), W[:, -1] * INTERCEPT_SCALE
+    return W / data_norm, np.zeros(W.shape[0])
+
+
+def binary_targets(y, classes):
+    """The {-1, +1} label vectors of the binary problems for ``classes``.
+
+    Two classes give one problem (``classes[1]`` is +1, as in scikit-learn);
+    more give one-vs-rest, one problem per class.
+
+    Returns
+    -------
+    list of ndarray of shape (n,)
+    """
+    if len(classes) == 2:
+        return [np.where(y == classes[1], 1.0, -1.0)]
+    return [np.where(y == c, 1.0, -1.0) for c in classes]
