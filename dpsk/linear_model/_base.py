@@ -14,7 +14,7 @@ from .._accounting import BudgetAccountant, PrivacyAccountingMixin
 from .._erm import private_erm
 from .._validation import binary_targets, clip_rows, design_matrix, unscale_coef
 
-__all__ = ["BaseDPLinearClassifier", "make_generator"]
+__all__ = ["BaseDPLinearClassifier", "fit_private_problems", "make_generator"]
 
 
 def make_generator(random_state):
@@ -30,6 +30,48 @@ def make_generator(random_state):
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**32, size=4, dtype=np.uint64))
     return np.random.default_rng(random_state)
+
+
+def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng, *, tol,
+                         max_iter, n_jobs=None):
+    """Fit the binary (or one-vs-rest) private models for ``classes``; total cost epsilon.
+
+    One-vs-rest releases K models about the same rows; they compose sequentially,
+    so each gets ``epsilon / K``. Each draws its noise from its own child of
+    ``rng`` (spawned here, in the parent), so no two classes or joblib workers
+    share a draw.
+
+    Parameters
+    ----------
+    Z : ndarray or sparse matrix of shape (n, d)
+        Rows of norm <= 1 (``dpsk._validation.design_matrix``).
+    y : ndarray of shape (n,)
+        Original labels.
+    classes : ndarray of shape (K,)
+        Sorted distinct labels, K >= 2.
+    loss, epsilon, alpha, perturbation, tol, max_iter
+        As in :func:`dpsk._erm.private_erm`.
+    rng : numpy.random.Generator
+        Parent generator; only its spawned children are used.
+    n_jobs : int or None
+        joblib workers over the binary problems.
+
+    Returns
+    -------
+    W : ndarray of shape (1 or K, d)
+    n_iter : ndarray of shape (1 or K,)
+    """
+    targets = binary_targets(y, classes)
+    epsilon_each = epsilon / len(targets)
+    generators = rng.spawn(len(targets))
+    results = Parallel(n_jobs=n_jobs)(
+        delayed(private_erm)(
+            Z, t, loss, epsilon_each, alpha, perturbation, child, tol=tol, max_iter=max_iter
+        )
+        for t, child in zip(targets, generators)
+    )
+    W = np.vstack([w for w, _ in results])
+    return W, np.array([n for _, n in results], dtype=np.int32)
 
 
 class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
@@ -81,28 +123,14 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
                 "The training data contains only one class "
                 f"({classes[0]!r}); a classifier needs at least two classes."
             )
-        loss = self._make_loss()
         Z = design_matrix(X, self.data_norm, self.fit_intercept)
-        targets = binary_targets(y, classes)
-        # One-vs-rest: K releases about the same rows compose sequentially, so each
-        # gets epsilon / K; each draws from its own child stream.
-        epsilon_each = epsilon / len(targets)
-        generators = make_generator(self.random_state).spawn(len(targets))
-        results = Parallel(n_jobs=self.n_jobs)(
-            delayed(private_erm)(
-                Z, t, loss, epsilon_each, self.alpha, self.perturbation, rng,
-                tol=self.tol, max_iter=self.max_iter,
-            )
-            for t, rng in zip(targets, generators)
+        W, n_iter = fit_private_problems(
+            Z, y, classes, self._make_loss(), epsilon, self.alpha, self.perturbation,
+            make_generator(self.random_state), tol=self.tol, max_iter=self.max_iter,
+            n_jobs=self.n_jobs,
         )
-        W = np.vstack([w for w, _ in results])
         coef, intercept = unscale_coef(W, self.data_norm, self.fit_intercept)
-        return {
-            "classes_": classes,
-            "coef_": coef,
-            "intercept_": intercept,
-            "n_iter_": np.array([n_iter for _, n_iter in results], dtype=np.int32),
-        }
+        return {"classes_": classes, "coef_": coef, "intercept_": intercept, "n_iter_": n_iter}
 
     def decision_function(self, X):
         """Signed scores ``clip(X) @ coef_.T + intercept_``.
