@@ -183,7 +183,7 @@ def solver_residual_beta(epsilon, strong_convexity, solver_tol):
     ``exp(beta r)`` of ``exp(-beta ||u - v||)``; the latter is the same for both
     neighbours, so the data-dependent ``e`` costs at most ``exp(2 beta r)`` =
     ``exp(epsilon)`` on top of the ``exp(eps1)`` of ``w*``. This is the pure-DP
-    analogue of the inexact-solver argument of Lowy and Razaviyayn (004) and of
+    analogue of the inexact-solver argument of Lowy and Razaviyayn (2021) and of
     "approximate minima perturbation" (Iyengar et al., 2019).
 
     Parameters

@@ -20,10 +20,24 @@ INTERCEPT_SCALE = 1.0 / np.sqrt(2.0)
 
 
 def row_norms(X):
-    """L2 norm of every row of a dense array or sparse matrix, in O(n) extra memory."""
+    """L2 norm of every row of a dense array or sparse matrix, in O(n) extra memory.
+
+    Squares overflow for rows longer than about 1e154; those rows (and only
+    those, to keep the common case one pass) are recomputed after dividing by
+    their largest entry, so a huge row is clipped, not zeroed.
+    """
     if sp.issparse(X):
-        return np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    return np.sqrt(np.einsum("ij,ij->i", X, X))
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    else:
+        with np.errstate(over="ignore"):
+            norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    overflow = np.flatnonzero(np.isinf(norms))
+    if overflow.size:
+        rows = X[overflow]
+        rows = np.abs(rows.toarray() if sp.issparse(rows) else rows)
+        scale = rows.max(axis=1, keepdims=True)
+        norms[overflow] = scale.ravel() * np.sqrt(np.sum((rows / scale) ** 2, axis=1))
+    return norms
 
 
 def clip_rows(X, data_norm, warn=True):

@@ -4,7 +4,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
-from scipy.special import expit
+from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -174,9 +174,10 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         if scores.ndim == 1:
             p = expit(scores)
             return np.column_stack([1.0 - p, p])
-        # One-vs-rest: normalise the K binary probabilities, as scikit-learn does.
-        p = expit(scores)
-        return p / p.sum(axis=1, keepdims=True)
+        # Normalising K saturated sigmoids ties at 1.0 once noisy scores are large,
+        # so predict_proba could disagree with predict; the softmax of the
+        # one-vs-rest scores keeps their order exactly.
+        return softmax(scores, axis=1)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,5 +1,7 @@
 """Differentially private logistic regression."""
 
+import numpy as np
+
 from .._losses import LogisticLoss
 from ._base import BaseDPLinearClassifier
 
@@ -113,7 +115,12 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         return LogisticLoss()
 
     def predict_proba(self, X):
-        """Class probabilities (one-vs-rest normalised for more than two classes).
+        """Class probabilities.
+
+        Two classes: the logistic function of the decision score. More classes:
+        the softmax of the one-vs-rest scores, which always agrees with
+        :meth:`predict` (normalised one-vs-rest sigmoids tie once noisy scores
+        saturate them).
 
         Parameters
         ----------
@@ -127,7 +134,5 @@ class DPLogisticRegression(BaseDPLinearClassifier):
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
-        import numpy as np
-
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))

@@ -1,0 +1,13 @@
+"""Test-session settings shared by every test module."""
+
+import pytest
+from threadpoolctl import threadpool_limits
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _single_threaded_blas():
+    # The tests fit thousands of tiny models; multithreaded BLAS spends more time
+    # handing work between threads than computing (20-100 ms per solve instead
+    # of ~1 ms on a loaded 2-core machine).
+    with threadpool_limits(limits=1):
+        yield

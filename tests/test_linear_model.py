@@ -1,0 +1,213 @@
+"""Behaviour of DPLogisticRegression and DPHuberSVM."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import dpsk._erm
+import dpsk.linear_model._base as base
+from dpsk import BudgetAccountant, DPHuberSVM, DPLogisticRegression
+from dpsk._validation import INTERCEPT_SCALE, design_matrix, row_norms
+
+ESTIMATORS = [DPLogisticRegression, DPHuberSVM]
+
+
+def _blobs(n=600, d=5, k=2, seed=0):
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((k, d))
+    y = rng.integers(0, k, n)
+    X = centers[y] + 0.3 * rng.standard_normal((n, d))
+    return X / np.linalg.norm(X, axis=1).max(), y
+
+
+@pytest.fixture
+def record_erm(monkeypatch):
+    """Record every call of the private ERM path: its epsilon and its noise."""
+    calls = []
+    real = dpsk._erm.private_erm
+
+    def spy(Z, y, loss, epsilon, alpha, perturbation, rng, **kw):
+        w, n_iter = real(Z, y, loss, epsilon, alpha, perturbation, rng, **kw)
+        calls.append({"epsilon": epsilon, "rng": rng, "w": w, "alpha": alpha})
+        return w, n_iter
+
+    monkeypatch.setattr(base, "private_erm", spy)
+    return calls
+
+
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_string_labels_and_classes(Est):
+    X, y = _blobs()
+    labels = np.array(["no", "yes"])[y]
+    clf = Est(epsilon=5.0, random_state=0).fit(X, labels)
+    assert list(clf.classes_) == ["no", "yes"]
+    assert set(clf.predict(X)) <= {"no", "yes"}
+    assert clf.coef_.shape == (1, X.shape[1]) and clf.intercept_.shape == (1,)
+    assert clf.decision_function(X).shape == (X.shape[0],)
+    assert clf.score(X, labels) > 0.9
+
+
+def test_predict_proba_is_consistent():
+    X, y = _blobs()
+    clf = DPLogisticRegression(epsilon=5.0, random_state=0).fit(X, y)
+    p = clf.predict_proba(X)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(clf.classes_[p.argmax(axis=1)], clf.predict(X))
+    np.testing.assert_allclose(np.exp(clf.predict_log_proba(X)), p)
+    assert not hasattr(DPHuberSVM(), "predict_proba")
+
+
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_multiclass_one_vs_rest_splits_epsilon_and_noise(Est, record_erm):
+    X, y = _blobs(k=4)
+    acc = BudgetAccountant()
+    clf = Est(epsilon=2.0, accountant=acc, random_state=0).fit(X, y)
+    assert clf.coef_.shape == (4, X.shape[1]) and clf.intercept_.shape == (4,)
+    assert [c["epsilon"] for c in record_erm] == [0.5] * 4
+    assert acc.total() == (2.0, 0.0)
+    # Each class draws from its own stream: no two share a generator or a draw.
+    assert len({id(c["rng"]) for c in record_erm}) == 4
+    states = [c["rng"].bit_generator.state["state"]["state"] for c in record_erm]
+    assert len(set(states)) == 4
+    proba_or_dec = clf.decision_function(X)
+    assert proba_or_dec.shape == (X.shape[0], 4)
+    assert clf.score(X, y) > 0.5
+
+
+def test_multiclass_proba_sums_to_one():
+    X, y = _blobs(k=3)
+    p = DPLogisticRegression(epsilon=3.0, random_state=0).fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+
+
+def test_one_vs_rest_parallel_equals_sequential():
+    X, y = _blobs(k=3)
+    a = DPLogisticRegression(epsilon=1.0, random_state=3, n_jobs=1).fit(X, y)
+    b = DPLogisticRegression(epsilon=1.0, random_state=3, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    # ... and the parallel workers did not replay one draw for several classes.
+    assert len({tuple(np.round(row, 12)) for row in b.coef_}) == 3
+
+
+@pytest.mark.parametrize("perturbation", ["objective", "output"])
+def test_random_state(perturbation):
+    X, y = _blobs()
+    kw = dict(epsilon=0.5, perturbation=perturbation)
+    fixed = [DPLogisticRegression(random_state=7, **kw).fit(X, y).coef_ for _ in range(2)]
+    np.testing.assert_array_equal(*fixed)
+    fresh = [DPLogisticRegression(random_state=None, **kw).fit(X, y).coef_ for _ in range(2)]
+    assert not np.allclose(*fresh)
+    gen = np.random.default_rng(0)
+    from_gen = [DPLogisticRegression(random_state=gen, **kw).fit(X, y).coef_ for _ in range(2)]
+    assert not np.allclose(*from_gen)  # a shared Generator never replays a draw
+
+
+def test_intercept_is_a_regularised_constant_feature():
+    X, y = _blobs()
+    with pytest.warns(UserWarning, match="scaled down"):
+        Z = design_matrix(X * 3, data_norm=1.0, fit_intercept=True)
+    assert np.all(row_norms(Z) <= 1 + 1e-12)
+    np.testing.assert_allclose(Z[:, -1], INTERCEPT_SCALE)
+    # Shifted data needs the intercept to be classified well.
+    X_shift = X * 0.5
+    y_shift = (X_shift[:, 0] > np.median(X_shift[:, 0])).astype(int)
+    with_b = DPLogisticRegression(epsilon=50, alpha=1e-4, random_state=0).fit(X_shift, y_shift)
+    assert with_b.intercept_[0] != 0
+    no_b = DPLogisticRegression(epsilon=50, alpha=1e-4, fit_intercept=False,
+                                random_state=0).fit(X_shift, y_shift)
+    np.testing.assert_array_equal(no_b.intercept_, [0.0])
+
+
+def test_data_norm_is_a_change_of_units():
+    X, y = _blobs()
+    R = 7.0
+    a = DPLogisticRegression(epsilon=1.0, random_state=0, data_norm=1.0).fit(X, y)
+    b = DPLogisticRegression(epsilon=1.0, random_state=0, data_norm=R).fit(X * R, y)
+    np.testing.assert_allclose(a.coef_, b.coef_ * R, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X * R), atol=1e-8)
+
+
+def test_rows_above_data_norm_are_clipped_with_a_warning():
+    X, y = _blobs()
+    X_big = X * 10
+    with pytest.warns(UserWarning, match="scaled down"):
+        big = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X_big, y)
+    # Clipping rescales only the rows above the bound, to norm 1.
+    X_clip = X_big / np.maximum(row_norms(X_big), 1.0)[:, None]
+    clip = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X_clip, y)
+    np.testing.assert_allclose(big.coef_, clip.coef_, atol=1e-9)
+    np.testing.assert_array_equal(big.predict(X_big), clip.predict(X_clip))
+
+
+def test_sparse_input_matches_dense():
+    X, y = _blobs()
+    X[np.abs(X) < 0.1] = 0
+    dense = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X, y)
+    sparse = DPLogisticRegression(epsilon=1.0, random_state=0).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(dense.coef_, sparse.coef_, atol=1e-8)
+    np.testing.assert_allclose(dense.decision_function(X),
+                               sparse.decision_function(sp.csr_matrix(X)), atol=1e-8)
+
+
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_objective_perturbation_noise_shrinks_with_epsilon(Est):
+    X, y = _blobs(n=2000)
+    exact = Est(epsilon=1e6, random_state=0).fit(X, y).coef_
+    dist = {eps: np.mean([np.linalg.norm(Est(epsilon=eps, random_state=s).fit(X, y).coef_
+                                          - exact) for s in range(5)])
+            for eps in (0.5, 5.0)}
+    assert dist[5.0] < dist[0.5]
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"epsilon": 0}, "epsilon"),
+        ({"epsilon": -1.0}, "epsilon"),
+        ({"epsilon": float("nan")}, "epsilon"),
+        ({"epsilon": float("inf")}, "epsilon"),
+        ({"alpha": 0}, "alpha"),
+        ({"perturbation": "input"}, "perturbation"),
+        ({"data_norm": -1}, "data_norm"),
+        ({"tol": 0}, "tol"),
+        ({"max_iter": 0}, "max_iter"),
+        ({"random_state": "seed"}, "random_state"),
+    ],
+)
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_bad_parameters(Est, params, match):
+    X, y = _blobs()
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match=match):
+        Est(accountant=acc, **params).fit(X, y)
+    assert acc.spends == []
+
+
+def test_bad_huber_width():
+    X, y = _blobs()
+    with pytest.raises(ValueError, match="h"):
+        DPHuberSVM(h=0).fit(X, y)
+
+
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_bad_data(Est):
+    X, y = _blobs(n=50)
+    acc = BudgetAccountant()
+    est = Est(accountant=acc)
+    with pytest.raises(ValueError, match="one class"):
+        est.fit(X, np.zeros(50))
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(np.where(X > 0.5, np.nan, X), y)
+    with pytest.raises(ValueError):
+        est.fit(X, y[:-1])
+    with pytest.raises(ValueError, match="Unknown label type"):
+        est.fit(X, np.linspace(0, 1, 50))
+    assert acc.spends == []
+
+
+def test_adult_smoke():
+    from dpsk.datasets import load_adult
+
+    X, y = load_adult(return_X_y=True, preprocess=True)
+    clf = DPLogisticRegression(epsilon=1.0, alpha=1e-3, random_state=0).fit(X, y)
+    assert clf.score(X, y) > 0.78  # the majority class alone gives 0.752

@@ -1,0 +1,16 @@
+"""scikit-learn's own estimator checks over every public dpsk estimator."""
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from dpsk import DPHuberSVM, DPLogisticRegression
+
+ESTIMATORS = [
+    DPLogisticRegression(),
+    DPLogisticRegression(perturbation="output", fit_intercept=False),
+    DPHuberSVM(),
+]
+
+
+@parametrize_with_checks(ESTIMATORS)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
