@@ -11,6 +11,7 @@ from ._accounting import (
     PrivacyAccountingMixin,
     default_accountant,
 )
+from ._pipeline_check import check_pipeline, warn_if_pipeline_leaks
 from ._solver import SolverError
 from .linear_model import DPHuberSVM, DPLogisticRegression
 
@@ -22,6 +23,8 @@ __all__ = [
     "PrivacyAccountingMixin",
     "default_accountant",
     "SolverError",
+    "check_pipeline",
+    "warn_if_pipeline_leaks",
     "DPLogisticRegression",
     "DPHuberSVM",
 ]

@@ -1,0 +1,228 @@
+"""DP-safe preprocessing and the pipeline leak check."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.compose import ColumnTransformer, make_column_transformer
+from sklearn.decomposition import PCA
+from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    MinMaxScaler,
+    Normalizer,
+    OneHotEncoder,
+    StandardScaler,
+)
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from dpsk import BudgetAccountant, DPHuberSVM, DPLogisticRegression
+from dpsk._pipeline_check import check_pipeline, warn_if_pipeline_leaks
+from dpsk.preprocessing import BoundedScaler, RowNormClipper
+
+
+@parametrize_with_checks([RowNormClipper(), BoundedScaler(), BoundedScaler(lower=-2.0, upper=3.0)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+# -- RowNormClipper ----------------------------------------------------------------
+
+
+def test_row_norm_clipper_clips_only_long_rows():
+    X = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0], [-6.0, 8.0]])
+    Xt = RowNormClipper(data_norm=2.0).fit_transform(X)
+    np.testing.assert_allclose(np.linalg.norm(Xt, axis=1), [2.0, 0.5, 0.0, 2.0])
+    np.testing.assert_allclose(Xt[1], X[1])
+    np.testing.assert_allclose(Xt[3] / np.linalg.norm(Xt[3]), X[3] / 10.0)
+    assert Xt is not X and X[0, 0] == 3.0  # input untouched
+
+
+@pytest.mark.parametrize("fmt", [sp.csr_matrix, sp.csr_array, sp.csc_matrix])
+def test_row_norm_clipper_sparse(fmt):
+    X = np.array([[3.0, 4.0, 0.0], [0.0, 0.1, 0.0]])
+    Xt = RowNormClipper().fit_transform(fmt(X))
+    assert sp.issparse(Xt) and Xt.format == "csr"
+    np.testing.assert_allclose(Xt.toarray(), RowNormClipper().fit_transform(X))
+
+
+def test_row_norm_clipper_is_stateless_and_row_wise():
+    # The output for a row does not depend on the other rows, nor on what fit saw.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 3)) * 5
+    full = RowNormClipper().fit(rng.standard_normal((7, 3))).transform(X)
+    one_by_one = np.vstack([RowNormClipper().transform(X[i:i + 1]) for i in range(20)])
+    np.testing.assert_allclose(full, one_by_one)
+
+
+def test_row_norm_clipper_warn():
+    X = [[3.0, 4.0], [0.1, 0.0]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RowNormClipper().fit_transform(X)
+    with pytest.warns(UserWarning, match="1 of 2 rows"):
+        RowNormClipper(warn=True).fit_transform(X)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), "1"])
+def test_row_norm_clipper_rejects_bad_data_norm(bad):
+    with pytest.raises(ValueError, match="data_norm"):
+        RowNormClipper(data_norm=bad).fit([[1.0]])
+    with pytest.raises(ValueError, match="data_norm"):
+        RowNormClipper(data_norm=bad).transform([[1.0]])
+
+
+# -- BoundedScaler -------------------------------------------------------------------
+
+
+def test_bounded_scaler_maps_and_clips():
+    X = np.array([[17.0, 40.0], [90.0, 99.0], [45.0, 120.0], [0.0, -5.0]])
+    scaler = BoundedScaler(lower=[17, 0], upper=[90, 99]).fit(X)
+    Xt = scaler.transform(X)
+    np.testing.assert_allclose(Xt[:, 0], [0.0, 1.0, 28 / 73, 0.0])
+    np.testing.assert_allclose(Xt[:, 1], [40 / 99, 1.0, 1.0, 0.0])
+    assert Xt.min() >= 0 and Xt.max() <= 1
+    # Inside the bounds, inverse_transform undoes transform.
+    np.testing.assert_allclose(scaler.inverse_transform(Xt[:2]), X[:2])
+
+
+def test_bounded_scaler_scalar_bounds_and_float32():
+    X = np.array([[-1.0, 0.0, 1.0]], dtype=np.float32)
+    Xt = BoundedScaler(lower=-1, upper=1).fit_transform(X)
+    assert Xt.dtype == np.float32
+    np.testing.assert_allclose(Xt, [[0.0, 0.5, 1.0]])
+
+
+def test_bounded_scaler_fit_learns_nothing():
+    # Fitting on wildly different data gives the same transform: fit never reads values.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((10, 2))
+    a = BoundedScaler(-2, 2).fit(rng.standard_normal((5, 2)) * 1e6).transform(X)
+    b = BoundedScaler(-2, 2).fit(np.zeros((1, 2))).transform(X)
+    c = BoundedScaler(-2, 2).transform(X)  # stateless: no fit needed
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize(
+    "lower, upper, match",
+    [
+        (1.0, 1.0, "lower must be < upper"),
+        ([0, 2], [1, 1], r"feature\(s\) \[1\]"),
+        ([0, 0, 0], 1.0, "lower has 3 values but X has 2"),
+        (0.0, [1.0], "upper has 1 values but X has 2"),
+        (float("nan"), 1.0, "lower must be finite"),
+        (0.0, float("inf"), "upper must be finite"),
+        ([[0, 0]], 1.0, "lower must be a number or a 1-d array"),
+        (["a", "b"], 1.0, "lower must be a number or an array"),
+        ("a", 1.0, "lower"),
+    ],
+)
+def test_bounded_scaler_rejects_bad_bounds(lower, upper, match):
+    with pytest.raises(ValueError, match=match):
+        BoundedScaler(lower, upper).fit([[0.5, 0.5]])
+    with pytest.raises(ValueError, match=match):
+        BoundedScaler(lower, upper).transform([[0.5, 0.5]])
+
+
+def test_bounded_scaler_rejects_sparse():
+    with pytest.raises(TypeError, match="dense data is required"):
+        BoundedScaler().fit(sp.csr_matrix([[1.0]]))
+
+
+def test_feature_names_out():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"age": [20.0, 60.0], "hours": [10.0, 50.0]})
+    for step in (RowNormClipper(100.0), BoundedScaler([17, 0], [90, 99])):
+        step.fit(df)
+        np.testing.assert_array_equal(step.get_feature_names_out(), ["age", "hours"])
+
+
+def test_safe_pipeline_fits_and_charges_once():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 100, size=(200, 3))
+    y = (X[:, 0] > 50).astype(int)
+    acc = BudgetAccountant(epsilon=1.0)
+    pipe = make_pipeline(
+        BoundedScaler(0, 100), RowNormClipper(np.sqrt(3)),
+        DPLogisticRegression(epsilon=0.5, data_norm=np.sqrt(3), accountant=acc, random_state=0),
+    )
+    pipe.fit(X, y)
+    assert acc.spends == [(0.5, 0.0)]
+    assert check_pipeline(pipe) == []
+    assert pipe.predict(X).shape == (200,)
+
+
+# -- check_pipeline ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "steps, expected",
+    [
+        ([StandardScaler(), DPLogisticRegression()], ["standardscaler"]),
+        ([MinMaxScaler(), PCA(1), DPHuberSVM()], ["minmaxscaler", "pca"]),
+        ([RowNormClipper(), BoundedScaler(), DPLogisticRegression()], []),
+        ([FunctionTransformer(np.tanh), Normalizer(), DPLogisticRegression()], []),
+        (["passthrough", DPLogisticRegression()], []),
+        ([DPLogisticRegression()], []),
+        ([BoundedScaler(), StandardScaler(), RowNormClipper(), DPLogisticRegression()],
+         ["standardscaler"]),
+    ],
+)
+def test_check_pipeline(steps, expected):
+    assert check_pipeline(make_pipeline(*steps)) == expected
+
+
+def test_check_pipeline_nested():
+    inner = Pipeline([("clip", RowNormClipper()), ("std", StandardScaler())])
+    ct = ColumnTransformer(
+        [("num", BoundedScaler(), [0]), ("cat", OneHotEncoder(), [1]), ("pca", PCA(1), [2, 3])],
+        remainder=MinMaxScaler(),
+    )
+    union = FeatureUnion([("a", FunctionTransformer()), ("b", StandardScaler())])
+    pipe = Pipeline([("inner", inner), ("ct", ct), ("u", union), ("noop", None),
+                     ("clf", DPLogisticRegression())])
+    assert check_pipeline(pipe) == [
+        "inner__std", "ct__cat", "ct__pca", "ct__remainder", "u__b",
+    ]
+    safe_ct = make_column_transformer((BoundedScaler(), [0]), ("drop", [1]),
+                                      remainder="passthrough")
+    assert check_pipeline(make_pipeline(safe_ct, DPLogisticRegression())) == []
+
+
+@pytest.mark.filterwarnings("ignore:.*data_norm:UserWarning")
+def test_check_pipeline_works_on_fitted_pipelines():
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(0, 0.5, size=(60, 2)), np.repeat([0, 1], 30)
+    pipe = make_pipeline(StandardScaler(), DPLogisticRegression(random_state=0))
+    assert check_pipeline(pipe.fit(X, y)) == ["standardscaler"]
+
+
+def test_check_pipeline_rejects_non_pipelines_and_non_private_ones():
+    with pytest.raises(TypeError, match="Pipeline"):
+        check_pipeline(DPLogisticRegression())
+    with pytest.raises(ValueError, match="no dpsk estimator"):
+        check_pipeline(make_pipeline(StandardScaler(), PCA()))
+
+
+def test_check_pipeline_treats_unknown_objects_as_learning():
+    class Custom:
+        def fit(self, X, y=None):
+            return self
+
+        def transform(self, X):
+            return X
+
+    pipe = Pipeline([("custom", Custom()), ("clf", DPLogisticRegression())])
+    assert check_pipeline(pipe) == ["custom"]
+
+
+def test_warn_if_pipeline_leaks():
+    leaky = make_pipeline(StandardScaler(), PCA(1), DPLogisticRegression())
+    with pytest.warns(UserWarning, match=r"\['standardscaler', 'pca'\]") as record:
+        assert warn_if_pipeline_leaks(leaky) == ["standardscaler", "pca"]
+    assert record[0].filename == __file__  # points at the caller
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert warn_if_pipeline_leaks(make_pipeline(RowNormClipper(), DPHuberSVM())) == []
