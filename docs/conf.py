@@ -1,0 +1,9 @@
+"""Sphinx configuration for the dpsk documentation (``pip install .[docs]``)."""
+
+project = "dpsk"
+author = "dpsk developers"
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.autosummary", "numpydoc"]
+autosummary_generate = True
+numpydoc_show_class_members = False
+html_theme = "alabaster"
+exclude_patterns = ["_build"]
