@@ -155,7 +155,7 @@ class BudgetAccountant:
                                if line.strip()]
                     yield entries, handle
                 finally:
-                    fcntl.flock(handle.fileno(), fcntl.LOCK_UNLOCK)
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def _would_exceed(self, entries, epsilon, delta):
         eps_total = math.fsum([e for e, _ in entries] + [epsilon])
