@@ -8,6 +8,8 @@
 * Labels become {-1, +1}, one binary problem per class for one-vs-rest.
 """
 
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -40,6 +42,17 @@ def row_norms(X):
     return norms
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_stacklevel():
+    """Stack level of the first caller outside dpsk, so warnings point at user code."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def clip_rows(X, data_norm, warn=True):
     """Scale rows with norm above ``data_norm`` down to ``data_norm``.
 
@@ -69,7 +82,7 @@ def clip_rows(X, data_norm, warn=True):
             f"clipped rows; if clipping is frequent, rescale your features or raise "
             f"data_norm (from domain knowledge, not from the data).",
             UserWarning,
-            stacklevel=3,
+            stacklevel=_user_stacklevel(),
         )
     if sp.issparse(X):
         return sp.diags(factors) @ X
