@@ -1,0 +1,5 @@
+"""Differentially private kernel classifiers (random Fourier features)."""
+
+from ._random_features import DPKernelClassifier
+
+__all__ = ["DPKernelClassifier"]
