@@ -13,7 +13,9 @@ from ._accounting import (
 )
 from ._pipeline_check import check_pipeline, warn_if_pipeline_leaks
 from ._solver import SolverError
+from .kernel import DPKernelClassifier
 from .linear_model import DPHuberSVM, DPLogisticRegression
+from .model_selection import DPGridSearch
 
 __version__ = "0.1.0.dev0"
 
@@ -27,4 +29,6 @@ __all__ = [
     "warn_if_pipeline_leaks",
     "DPLogisticRegression",
     "DPHuberSVM",
+    "DPKernelClassifier",
+    "DPGridSearch",
 ]

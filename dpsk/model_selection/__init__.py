@@ -1,0 +1,5 @@
+"""Private model selection: hyperparameter tuning that charges one privacy budget."""
+
+from ._search import DPGridSearch
+
+__all__ = ["DPGridSearch"]

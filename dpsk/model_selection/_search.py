@@ -1,0 +1,496 @@
+"""Private hyperparameter tuning: Algorithm 4 of Chaudhuri, Monteleoni and Sarwate (2011)."""
+
+import math
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.model_selection import ParameterGrid
+from sklearn.pipeline import Pipeline
+from sklearn.utils import _safe_indexing, get_tags, indexable
+from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _num_samples, check_array, check_is_fitted, column_or_1d
+
+from .._accounting import BudgetAccountant, PrivacyAccountingMixin, _validate_cost
+from .._mechanisms import exponential_mechanism
+from ..linear_model._base import make_generator
+
+__all__ = ["DPGridSearch"]
+
+# Parameters of the inner estimator that the search owns.
+_RESERVED = ("epsilon", "accountant", "random_state")
+# Relative tolerance when comparing the inner estimator's declared cost with epsilon.
+_COST_RTOL = 1e-12
+
+
+def _select_candidate(mistakes, epsilon, rng):
+    """The selection step of Algorithm 4: the exponential mechanism on mistake counts.
+
+    Returns index ``i`` with probability proportional to ``exp(-epsilon z_i / 2)``
+    (utility ``-z_i``, sensitivity 1: replacing one held-out row changes every
+    count by at most one). Only the index is returned: the counts and the
+    probabilities depend on the data without noise and must not be released.
+
+    Parameters
+    ----------
+    mistakes : array-like of shape (m,)
+        Number of held-out mistakes of each candidate.
+    epsilon : float
+        Privacy parameter of the selection, > 0.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    index : int
+    """
+    z = np.asarray(mistakes, dtype=float)
+    index, _ = exponential_mechanism(-z, epsilon, 1.0, rng)
+    return index
+
+
+def _split_parts(n_samples, n_parts, rng):
+    """Split ``range(n_samples)`` at random into ``n_parts`` disjoint near-equal parts.
+
+    The permutation comes from ``rng`` alone and the part sizes (``n // n_parts``
+    or one more, larger parts first) depend only on ``n_samples`` and ``n_parts``:
+    the split never looks at the data.
+
+    Returns
+    -------
+    parts : list of ndarray of int
+        ``n_parts`` index arrays that are disjoint and cover ``range(n_samples)``.
+    """
+    permutation = rng.permutation(n_samples)
+    return np.array_split(permutation, n_parts)
+
+
+def _private_final_step(estimator, prefix=""):
+    """Return ``(prefix, step)`` of the step of ``estimator`` that is a dpsk estimator.
+
+    For a Pipeline that is its final step (recursively); otherwise the estimator
+    itself. Raises TypeError if that step is not a dpsk estimator.
+    """
+    if isinstance(estimator, Pipeline):
+        name, final = estimator.steps[-1]
+        return _private_final_step(final, f"{prefix}{name}__")
+    if not isinstance(estimator, PrivacyAccountingMixin) or not all(
+        p in estimator.get_params(deep=False) for p in _RESERVED
+    ):
+        raise TypeError(
+            "DPGridSearch needs a dpsk estimator (one with `epsilon`, `accountant` and "
+            "`random_state` parameters that charges its privacy cost to a "
+            "BudgetAccountant), or a sklearn Pipeline whose final step is one; got "
+            f"{type(estimator).__name__}. A non-private estimator would make the "
+            "search's guarantee void."
+        )
+    return prefix, estimator
+
+
+def _fit_and_count(candidate, X_train, y_train, X_hold, y_hold):
+    """Fit one candidate on its own part and count its mistakes on the held-out part."""
+    candidate.fit(X_train, y_train)
+    mistakes = int(np.sum(candidate.predict(X_hold) != y_hold))
+    return candidate, mistakes
+
+
+def _best_has(attr):
+    def check(self):
+        check_is_fitted(self)
+        return hasattr(self.best_estimator_, attr)
+
+    return check
+
+
+class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
+    """Differentially private hyperparameter search (Algorithm 4 of Chaudhuri et al. 2011).
+
+    The rows are split at random into ``m + 1`` disjoint parts, ``m`` being the
+    number of candidates of ``param_grid``. Candidate ``i`` is trained on part
+    ``i`` alone, privately at ``epsilon``; each candidate counts its mistakes
+    ``z_i`` on the last part, and one candidate is chosen with probability
+    proportional to ``exp(-epsilon z_i / 2)`` (the exponential mechanism of
+    McSherry and Talwar 2007). With ``refit=False`` (the paper's algorithm) the
+    chosen candidate's model is released; with ``refit=True`` the chosen
+    parameters are retrained on all rows at ``epsilon``.
+
+    Privacy guarantee: with ``refit=False`` the whole run, i.e. ``best_params_``,
+    ``best_index_`` and ``best_estimator_`` together, is ``epsilon``-differentially
+    private (replace-one neighbours), and the search charges ``epsilon`` to the
+    accountant once. Why (Theorem 8 of Chaudhuri, Monteleoni and Sarwate 2011,
+    "Differentially private empirical risk minimization", JMLR 12): the split is
+    drawn from the search's own randomness, not from the data, and its part sizes
+    depend only on ``n`` and ``m`` (both treated as public), so a changed row
+    lands in exactly one part. If it is in training part ``j``, only candidate
+    ``j`` sees it, and that fit is ``epsilon``-DP with noise independent of the
+    other fits (parallel composition); the held-out counts see the same part
+    ``m + 1``. If it is in the held-out part, the candidate models do not change
+    and every ``z_i`` moves by at most one, so the exponential mechanism with
+    sensitivity 1 is ``epsilon``-DP. Either way the row is covered once, by
+    ``epsilon``. Releasing a function of the candidates and the index (the chosen
+    model) costs nothing more. With ``refit=True`` the retrained model reads every
+    row again: by sequential composition the cost is ``2 * epsilon``. Theorem 9
+    of the same paper bounds the utility of the selection: with probability
+    ``1 - delta``, the chosen candidate makes at most ``z_min + 2 log(m / delta) /
+    epsilon`` mistakes on the held-out part. (If the inner estimator has a
+    ``delta``, the search's cost is ``(epsilon, delta)`` per run, resp. twice that
+    with ``refit=True``.)
+
+    The candidate list must not depend on the private data. Nothing that depends
+    on the data without noise is exposed: no per-candidate scores, mistake
+    counts or selection probabilities (there is no ``cv_results_``).
+
+    Parameters
+    ----------
+    estimator : dpsk estimator or Pipeline
+        A dpsk estimator (``DPLogisticRegression``, ``DPHuberSVM``, ...) or a
+        :class:`~sklearn.pipeline.Pipeline` whose final step is one. The search
+        overrides the inner ``epsilon`` (whatever it was) with its own
+        ``epsilon``, gives every inner fit its own throwaway ``BudgetAccountant``
+        (so the search is charged once, here) and its own noise stream (a child
+        ``numpy.random.Generator`` as ``random_state``). Earlier pipeline steps
+        must be data-independent (``FunctionTransformer``, ``Normalizer``, ...):
+        a step that learns from the data (``StandardScaler``) is not private, and
+        the search warns about it.
+    param_grid : dict or list of dicts
+        As in :class:`~sklearn.model_selection.ParameterGrid`; for a Pipeline use
+        ``<step>__<param>`` keys. It must not set ``epsilon``, ``accountant`` or
+        ``random_state`` of the private step (ValueError). Fixed in advance, not
+        chosen by looking at the private data.
+    epsilon : float, default=1.0
+        Privacy parameter of the search, > 0 and finite. Each candidate is trained
+        at ``epsilon`` and the selection is made at ``epsilon``.
+    refit : bool, default=False
+        False: release the chosen candidate, trained on ``n / (m + 1)`` rows
+        (total cost ``epsilon``). True: retrain the chosen parameters on all rows
+        at ``epsilon`` (total cost ``2 * epsilon``).
+    accountant : BudgetAccountant or None, default=None
+        Ledger charged once per successful search; None means
+        :func:`dpsk.default_accountant` at fit time. The budget is checked before
+        any data is read; a failed search spends nothing.
+    n_jobs : int or None, default=None
+        joblib workers for the ``m`` candidate fits. Each candidate's noise comes
+        from a child generator spawned before the fits, so the result does not
+        depend on ``n_jobs``.
+    random_state : int, Generator, SeedSequence, RandomState or None, default=None
+        Source of the split, the selection and the inner noise. None draws fresh
+        OS entropy. A fixed seed (or a Generator whose state is shared) is for
+        tests and documentation only: a model whose seed is known to an adversary
+        is not private, so do not publish a search fitted with one together with
+        its parameters.
+
+    Attributes
+    ----------
+    best_estimator_ : estimator
+        The released model: the chosen candidate (``refit=False``) or its
+        retrained version (``refit=True``). Its ``accountant`` is reset to this
+        search's ``accountant``, so refitting it charges the user's ledger, and its
+        ``random_state`` to the inner estimator's own value: the generator that
+        drew its noise is not kept (holding it would let anyone redraw the noise).
+    best_params_ : dict
+        Parameters of the chosen candidate.
+    best_index_ : int
+        Index of the chosen candidate in ``candidate_params_``.
+    candidate_params_ : list of dict
+        All candidates, in ``ParameterGrid`` order (public: fixed before the data).
+    classes_ : ndarray of shape (n_classes,)
+        Class labels of ``best_estimator_``.
+    n_features_in_ : int
+        Number of features seen in fit.
+    privacy_spent_ : tuple of (float, float)
+        ``(epsilon, 0.0)``, or ``(2 * epsilon, 0.0)`` with ``refit=True`` and more
+        than one candidate.
+
+    Notes
+    -----
+    * One candidate: there is nothing to select. The search warns and trains it
+      on all rows at ``epsilon`` (cost ``epsilon``, whatever ``refit`` says).
+    * Size checks: the search needs at least ``m + 1`` rows (a check on ``n`` and
+      ``m`` only). Each training part must also contain every class of ``y``,
+      otherwise a ValueError is raised before any fit and nothing is spent. That
+      check reads the labels, so whether it fails is itself a (small) leak about
+      the data: choose fewer candidates when classes are rare.
+    * No stratification. A split that balances labels across parts is a function
+      of the labels, so which part a row falls into would depend on other rows'
+      labels: changing one row's label could move several other rows between
+      parts, and the parts of two neighbouring data sets would differ in more
+      than one row, which the parallel-composition argument above does not cover.
+      The random split is data-independent and keeps the guarantee exact.
+
+    See Also
+    --------
+    sklearn.model_selection.GridSearchCV : the non-private search. Used with dpsk
+        estimators it charges every fit (``m * cv + 1`` fits) and its selection
+        by the best cross-validated score is not private at all.
+
+    Examples
+    --------
+    >>> from dpsk import BudgetAccountant, DPLogisticRegression
+    >>> from dpsk.datasets import load_adult
+    >>> from dpsk.model_selection import DPGridSearch
+    >>> X, y = load_adult(return_X_y=True, preprocess=True)
+    >>> acc = BudgetAccountant(epsilon=1.0)
+    >>> search = DPGridSearch(DPLogisticRegression(fit_intercept=False),
+    ...                       {"alpha": [1e-4, 1e-3, 1e-2, 1e-1]}, epsilon=1.0,
+    ...                       accountant=acc, random_state=0).fit(X, y)
+    >>> acc.total()
+    (1.0, 0.0)
+    """
+
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "predict"])],
+        "param_grid": [dict, list],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "refit": ["boolean"],
+        "accountant": [BudgetAccountant, None],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state", np.random.Generator, np.random.SeedSequence],
+    }
+
+    def __init__(self, estimator, param_grid, *, epsilon=1.0, refit=False, accountant=None,
+                 n_jobs=None, random_state=None):
+        self.estimator = estimator
+        self.param_grid = param_grid
+        self.epsilon = epsilon
+        self.refit = refit
+        self.accountant = accountant
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    # -- candidates -----------------------------------------------------------------
+    def _candidate_params(self):
+        """The candidate list, after rejecting grids that set the search's own parameters."""
+        prefix, _ = _private_final_step(self.estimator)
+        candidates = list(ParameterGrid(self.param_grid))
+        if not candidates:
+            raise ValueError("param_grid yields no candidates.")
+        reserved = {prefix + name for name in _RESERVED}
+        for params in candidates:
+            bad = sorted(reserved.intersection(params))
+            if bad:
+                raise ValueError(
+                    f"param_grid must not set {bad}: DPGridSearch sets the inner "
+                    "estimator's epsilon, accountant and random_state itself (tune the "
+                    "search's epsilon by choosing it, not by searching over it)."
+                )
+        return candidates
+
+    def _make_candidate(self, params, random_state):
+        """A fresh inner estimator with ``params``, the search's epsilon, a throwaway
+        ledger and ``random_state``."""
+        estimator = clone(self.estimator).set_params(**params)
+        prefix, _ = _private_final_step(estimator)  # the grid may replace the step
+        estimator.set_params(**{
+            prefix + "epsilon": self.epsilon,
+            prefix + "accountant": BudgetAccountant(),
+            prefix + "random_state": random_state,
+        })
+        return estimator
+
+    def _inner_cost(self, estimator):
+        """The (epsilon, delta) one fit of ``estimator`` declares, checked against ours."""
+        _, final = _private_final_step(estimator)
+        inner_eps, inner_delta = final._privacy_cost()
+        if not math.isclose(inner_eps, self.epsilon, rel_tol=_COST_RTOL):
+            raise ValueError(
+                f"The inner estimator {type(final).__name__} declares a cost of "
+                f"epsilon={inner_eps!r} per fit at epsilon={self.epsilon!r}; DPGridSearch "
+                "needs inner estimators whose cost is their epsilon parameter."
+            )
+        return inner_eps, inner_delta
+
+    def _privacy_cost(self):
+        epsilon, _ = _validate_cost(self.epsilon, 0.0)
+        if epsilon == 0:
+            raise ValueError("epsilon must be > 0, got 0.")
+        candidates = self._candidate_params()
+        delta = max(self._inner_cost(self._make_candidate(p, None))[1] for p in candidates)
+        if self.refit and len(candidates) > 1:
+            return 2.0 * epsilon, min(2.0 * delta, 1.0)
+        return epsilon, delta
+
+    # -- fit ------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Run the private search and charge its cost to the accountant once.
+
+        The budget is checked before any data is read; the cost is spent only if
+        the whole search succeeds.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : object
+        """
+        self._validate_params()
+        return self._fit_with_budget(self._fit_private, X, y)
+
+    def _warn_learned_steps(self, estimator):
+        if not isinstance(estimator, Pipeline):
+            return
+        for name, step in estimator.steps[:-1]:
+            if step is None or step == "passthrough":
+                continue
+            if get_tags(step).requires_fit:
+                warnings.warn(
+                    f"Pipeline step {name!r} ({type(step).__name__}) learns from the data "
+                    "in fit. DPGridSearch's privacy guarantee covers only the final dpsk "
+                    "step: earlier steps must be data-independent (FunctionTransformer, "
+                    "Normalizer, fixed encoders).",
+                    UserWarning,
+                    stacklevel=3,
+                )
+
+    def _fit_private(self, X, y, *, epsilon, delta):
+        candidates = self._candidate_params()
+        m = len(candidates)
+        X, y = indexable(X, y)
+        # Shape checks only (empty data, 1-d X, ...); the inner estimator validates
+        # its own input, so X itself is passed on unchanged (DataFrames keep names).
+        check_array(X, accept_sparse=True, dtype=None, ensure_all_finite=False)
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        n = _num_samples(X)
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(
+                f"The training data contains only one class ({classes[0]!r}); a "
+                "classifier needs at least two classes."
+            )
+
+        # Spawn every stream before any fit: split, selection, refit, one per candidate.
+        rng = make_generator(self.random_state)
+        split_rng, select_rng, refit_rng, *candidate_rngs = rng.spawn(m + 3)
+        self._warn_learned_steps(self._make_candidate(candidates[0], None))
+
+        if m == 1:
+            warnings.warn(
+                "param_grid has a single candidate: there is nothing to select, so "
+                "DPGridSearch trains it on all rows at epsilon (cost epsilon).",
+                UserWarning,
+                stacklevel=3,
+            )
+            best = self._make_candidate(candidates[0], refit_rng)
+            best.fit(X, y)
+            self._check_spent(best, epsilon, delta)
+            return self._fitted(best, candidates, 0)
+
+        if n < m + 1:  # depends on n and m only
+            raise ValueError(
+                f"DPGridSearch with {m} candidates splits the data into {m + 1} parts "
+                f"and needs at least {m + 1} rows; got {n}. Use fewer candidates."
+            )
+        parts = _split_parts(n, m + 1, split_rng)
+        # Reads the labels: a failure here is data-dependent (documented).
+        for part in parts[:-1]:
+            if np.unique(y[part]).size < classes.size:
+                raise ValueError(
+                    f"With {m} candidates each of the {m} training parts has about "
+                    f"{n // (m + 1)} rows, and at least one of them lacks a class of y. "
+                    "Use fewer candidates or more data. (This check reads the labels; "
+                    "nothing was fitted or spent.)"
+                )
+        held_out = parts[-1]
+        X_hold, y_hold = _safe_indexing(X, held_out), y[held_out]
+        estimators = [self._make_candidate(p, r) for p, r in zip(candidates, candidate_rngs)]
+        results = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_and_count)(
+                est, _safe_indexing(X, part), y[part], X_hold, y_hold
+            )
+            for est, part in zip(estimators, parts[:-1])
+        )
+        # ``epsilon`` is the search's total cost; each step (the parallel fits, the
+        # selection, a refit) runs at the per-step epsilon, half of it with refit.
+        fit_eps, fit_delta = (epsilon / 2.0, delta / 2.0) if self.refit else (epsilon, delta)
+        fitted = [est for est, _ in results]
+        for est in fitted:
+            self._check_spent(est, fit_eps, fit_delta)
+        index = _select_candidate([z for _, z in results], fit_eps, select_rng)
+        del results  # the counts are not private: keep them out of reach
+
+        if self.refit:
+            best = self._make_candidate(candidates[index], refit_rng)
+            best.fit(X, y)
+            self._check_spent(best, fit_eps, fit_delta)
+        else:
+            best = fitted[index]
+        return self._fitted(best, candidates, index)
+
+    @staticmethod
+    def _check_spent(estimator, epsilon, delta):
+        """Refuse to release if an inner fit spent more than the search charges for it."""
+        _, final = _private_final_step(estimator)
+        spent_eps, spent_delta = final.privacy_spent_
+        if spent_eps > epsilon * (1 + 1e-9) or spent_delta > delta * (1 + 1e-9) + 1e-15:
+            raise RuntimeError(
+                f"An inner fit spent {final.privacy_spent_}, more than the "
+                f"({epsilon}, {delta}) DPGridSearch accounts for it; nothing was released."
+            )
+
+    def _fitted(self, best, candidates, index):
+        prefix, _ = _private_final_step(best)
+        _, user_final = _private_final_step(clone(self.estimator).set_params(**candidates[index]))
+        best.set_params(**{
+            # Refitting the released model must charge the user's ledger, not the
+            # throwaway one.
+            prefix + "accountant": self.accountant,
+            # The child Generator that drew the noise must not travel with the model:
+            # anyone holding it (e.g. in a pickle) could redraw the noise and remove
+            # it. Put back the user's own setting.
+            prefix + "random_state": user_final.get_params(deep=False)["random_state"],
+        })
+        fitted = {
+            "best_estimator_": best,
+            "best_index_": int(index),
+            "best_params_": dict(candidates[index]),
+            "candidate_params_": [dict(p) for p in candidates],
+            "classes_": best.classes_,
+            "n_features_in_": best.n_features_in_,
+        }
+        if hasattr(best, "feature_names_in_"):
+            fitted["feature_names_in_"] = best.feature_names_in_
+        return fitted
+
+    # -- delegation -----------------------------------------------------------------
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "best_estimator_")
+
+    def predict(self, X):
+        """Predict with ``best_estimator_``."""
+        check_is_fitted(self)
+        return self.best_estimator_.predict(X)
+
+    @available_if(_best_has("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities of ``best_estimator_``."""
+        return self.best_estimator_.predict_proba(X)
+
+    @available_if(_best_has("predict_log_proba"))
+    def predict_log_proba(self, X):
+        """Log class probabilities of ``best_estimator_``."""
+        return self.best_estimator_.predict_log_proba(X)
+
+    @available_if(_best_has("decision_function"))
+    def decision_function(self, X):
+        """Decision function of ``best_estimator_``."""
+        return self.best_estimator_.decision_function(X)
+
+    def score(self, X, y, sample_weight=None):
+        """Score of ``best_estimator_`` on ``(X, y)`` (accuracy for dpsk classifiers)."""
+        check_is_fitted(self)
+        if sample_weight is None:
+            return self.best_estimator_.score(X, y)
+        return self.best_estimator_.score(X, y, sample_weight=sample_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        inner = get_tags(self.estimator)
+        tags.input_tags.sparse = inner.input_tags.sparse
+        tags.classifier_tags.poor_score = True
+        return tags
