@@ -1,0 +1,1 @@
+"""Benchmark suite of dpsk: ``python -m benchmarks --help`` (see benchmarks/README.md)."""

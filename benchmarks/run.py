@@ -1,0 +1,126 @@
+"""Entry point of the dpsk benchmark suite.
+
+Usage (from the repository root)::
+
+    python -m benchmarks <sub-command> [--quick] [--seed N] [options]
+    python -m benchmarks <sub-command> --help
+
+Sub-commands
+------------
+table1       Adult, epsilon=0.1, the paper's Lambda grid + fixed-alpha PASS/FAIL check
+epsilon      Adult, error vs epsilon in [0.01, 1]
+diffprivlib  dpsk vs diffprivlib 0.6.6 (run in its own venv) on the same folds
+fit-time     fit time of dpsk / its non-private scikit-learn counterpart
+scaling      fit time and peak memory vs rows on synthetic data (subprocess per size)
+kernel       (benchmarks/bench_kernel.py, if present)
+grid-search  (benchmarks/bench_grid_search.py, if present)
+all          everything above, passing --quick / --seed through
+
+Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
+matplotlib is importable) and prints a results table.
+"""
+
+import importlib
+import sys
+import time
+
+# (module, function) per sub-command; modules are imported lazily so that one
+# missing or broken benchmark does not stop the others.
+COMMANDS = {
+    "table1": ("bench_adult", "table1"),
+    "epsilon": ("bench_adult", "epsilon"),
+    "diffprivlib": ("bench_diffprivlib", "main"),
+    "fit-time": ("bench_fit_time", "main"),
+    "scaling": ("bench_scaling", "main"),
+    "kernel": ("bench_kernel", "main"),
+    "grid-search": ("bench_grid_search", "main"),
+}
+ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search")
+OPTIONAL = {"kernel", "grid-search"}
+
+
+class MissingBenchmark(RuntimeError):
+    pass
+
+
+def _resolve(command):
+    module_name, func_name = COMMANDS[command]
+    try:
+        module = importlib.import_module(f"{__package__ or 'benchmarks'}.{module_name}")
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.endswith(module_name):
+            raise MissingBenchmark(
+                f"Sub-command '{command}' needs benchmarks/{module_name}.py, which does not "
+                f"exist yet (it is written separately). Nothing was run.") from None
+        raise
+    func = getattr(module, func_name, None)
+    if func is None:
+        raise MissingBenchmark(f"benchmarks/{module_name}.py has no {func_name}(argv=None).")
+    return func
+
+
+def run_command(command, argv):
+    func = _resolve(command)
+    rc = func(list(argv))
+    return 0 if rc is None else int(rc)
+
+
+def run_all(argv):
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks all",
+        description="Run every benchmark in turn; --quick and --seed are passed through.")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--skip", nargs="*", default=[], choices=ALL_ORDER,
+                        help="sub-commands to leave out")
+    args = parser.parse_args(argv)
+    passthrough = (["--quick"] if args.quick else []) + (
+        ["--seed", str(args.seed)] if args.seed is not None else [])
+    status = {}
+    for command in ALL_ORDER:
+        if command in args.skip:
+            continue
+        print(f"\n\n########## python -m benchmarks {command} {' '.join(passthrough)}", flush=True)
+        t0 = time.time()
+        try:
+            rc = run_command(command, passthrough)
+            status[command] = ("ok" if rc == 0 else f"exit {rc}")
+        except MissingBenchmark as exc:
+            print(exc)
+            status[command] = "missing"
+        except Exception as exc:  # noqa: BLE001 - keep going, report at the end
+            import traceback
+
+            traceback.print_exc()
+            status[command] = f"error: {type(exc).__name__}: {exc}"
+        status[command] += f" ({time.time() - t0:.0f}s)"
+    print("\n########## summary")
+    for command, s in status.items():
+        print(f"  {command:12s} {s}")
+    bad = [c for c, s in status.items()
+           if not s.startswith("ok") and not (c in OPTIONAL and s.startswith("missing"))]
+    return 1 if bad else 0
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(__doc__)
+        return 0
+    command, rest = argv[0], argv[1:]
+    if command == "all":
+        return run_all(rest)
+    if command not in COMMANDS:
+        print(f"Unknown sub-command {command!r}.\n{__doc__}", file=sys.stderr)
+        return 2
+    try:
+        return run_command(command, rest)
+    except MissingBenchmark as exc:
+        print(exc, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
