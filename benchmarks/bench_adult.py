@@ -44,39 +44,15 @@ METHOD_IDS = {("logistic", "nonprivate"): 0, ("logistic", "output"): 1,
               ("logistic", "objective"): 2, ("huber", "nonprivate"): 3,
               ("huber", "output"): 4, ("huber", "objective"): 5}
 
-#: Output perturbation at very small alpha: the solver cannot certify the library
-#: default tol=1e-10 (see README, "Known issues"). Below this alpha those cells
-#: use tol=LOOSE_TOL; the noise accounts for it (sensitivity + 2 tol/alpha, about
-#: 4% more noise on Adult), so the release stays epsilon-DP.
-LOOSE_TOL_BELOW_ALPHA = 1e-6
-LOOSE_TOL = 1e-6
-
-
-def tol_for(method, alpha, default_tol):
-    if method == "output" and alpha < LOOSE_TOL_BELOW_ALPHA:
-        return max(default_tol, LOOSE_TOL)
-    return default_tol
-
-
-# ---------------------------------------------------------------------------- core
-_DATA = {}
-
-
-def _data():
-    if "X" not in _DATA:
-        _DATA["X"], _DATA["y"] = C.load_adult_data()
-    return _DATA["X"], _DATA["y"]
-
-
 def _cell(loss, method, log10_alpha, epsilon, fold, run, train, test, seed, tol):
     X, y = _data()
     alpha = 10.0 ** log10_alpha
     ss = C.seed_for(seed, METHOD_IDS[(loss, method)], int(round(-log10_alpha * 10)),
                     int(round(epsilon * 1e6)), fold, run)
     res = C.evaluate_cell(X, y, train, test, loss, method, alpha, epsilon, ss,
-                          tol=tol_for(method, alpha, tol))
+                          tol=tol)
     return dict(loss=loss, method=method, log10_alpha=log10_alpha, alpha=alpha,
-                epsilon=epsilon, fold=fold, run=run, tol=tol_for(method, alpha, tol), **res)
+                epsilon=epsilon, fold=fold, run=run, tol=tol, **res)
 
 
 def evaluate_grid(configs, folds, n_folds, runs, seed, n_jobs, tol, desc, cache=None):
@@ -198,8 +174,7 @@ def table1(argv=None):
     comments = [f"command: {cmd}", f"machine: {C.machine_line(info)}",
                 f"protocol: Adult 45222x105 (paper preprocessing), stratified 10-fold CV seed "
                 f"{args.seed}, first {n_folds} folds x {runs} runs (non-private: 1 run), "
-                f"epsilon=0.1, fit_intercept=False, dpsk tol={args.tol:g} (output at alpha<1e-6: "
-                f"tol={LOOSE_TOL:g})", f"wall time: {elapsed:.0f}s with {n_jobs} workers"]
+                f"epsilon=0.1, fit_intercept=False, dpsk tol={args.tol:g}", f"wall time: {elapsed:.0f}s with {n_jobs} workers"]
     cols = ["loss", "method", "log10_alpha", "mean_error", "std_error", "paper_error", "n_fits",
             "n_failed", "mean_fit_time_s", "tol", "failure"]
     if grid_rows:
