@@ -167,6 +167,8 @@ def test_objective_perturbation_noise_shrinks_with_epsilon(Est):
         ({"epsilon": float("nan")}, "epsilon"),
         ({"epsilon": float("inf")}, "epsilon"),
         ({"alpha": 0}, "alpha"),
+        ({"alpha": float("inf")}, "alpha"),
+        ({"data_norm": float("inf")}, "data_norm"),
         ({"perturbation": "input"}, "perturbation"),
         ({"data_norm": -1}, "data_norm"),
         ({"tol": 0}, "tol"),

@@ -299,10 +299,10 @@ class DPKernelClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator)
     _parameter_constraints = {
         **BaseDPLinearClassifier._parameter_constraints,
         "kernel": [StrOptions({"rbf", "laplacian"})],
-        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "gamma": [Interval(Real, 0, np.inf, closed="neither")],
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "loss": [StrOptions({"logistic", "huber"})],
-        "h": [Interval(Real, 0, None, closed="neither")],
+        "h": [Interval(Real, 0, np.inf, closed="neither")],
     }
 
     def __init__(self, epsilon=1.0, kernel="rbf", gamma=1.0, n_components=100, alpha=1e-2,
@@ -345,9 +345,6 @@ class DPKernelClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator)
             Fitted estimator.
         """
         self._validate_params()
-        for name in ("gamma", "data_norm", "alpha", "h"):
-            if not np.isfinite(getattr(self, name)):
-                raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}.")
         return self._fit_with_budget(self._fit_private, X, y)
 
     def _fit_private(self, X, y, *, epsilon, delta):

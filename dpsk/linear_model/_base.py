@@ -78,12 +78,12 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
     """Common fit/predict of DP linear classifiers; subclasses choose the loss."""
 
     _parameter_constraints = {
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
-        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
+        "alpha": [Interval(Real, 0, np.inf, closed="neither")],
         "perturbation": [StrOptions({"objective", "output"})],
         "fit_intercept": ["boolean"],
-        "data_norm": [Interval(Real, 0, None, closed="neither")],
-        "tol": [Interval(Real, 0, None, closed="neither")],
+        "data_norm": [Interval(Real, 0, np.inf, closed="neither")],
+        "tol": [Interval(Real, 0, np.inf, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "accountant": [BudgetAccountant, None],
         "n_jobs": [Integral, None],

@@ -2,6 +2,8 @@
 
 from numbers import Real
 
+import numpy as np
+
 from sklearn.utils._param_validation import Interval
 
 from .._losses import HuberLoss
@@ -59,7 +61,7 @@ class DPHuberSVM(BaseDPLinearClassifier):
 
     _parameter_constraints = {
         **BaseDPLinearClassifier._parameter_constraints,
-        "h": [Interval(Real, 0, None, closed="neither")],
+        "h": [Interval(Real, 0, np.inf, closed="neither")],
     }
 
     def __init__(self, epsilon=1.0, alpha=1e-3, perturbation="objective", fit_intercept=True,

@@ -243,7 +243,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"])],
         "param_grid": [dict, list],
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
         "refit": ["boolean"],
         "accountant": [BudgetAccountant, None],
         "n_jobs": [Integral, None],

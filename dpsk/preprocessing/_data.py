@@ -65,7 +65,7 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
-        "data_norm": [Interval(Real, 0, None, closed="neither")],
+        "data_norm": [Interval(Real, 0, np.inf, closed="neither")],
         "warn": ["boolean"],
     }
 
