@@ -44,6 +44,16 @@ METHOD_IDS = {("logistic", "nonprivate"): 0, ("logistic", "output"): 1,
               ("logistic", "objective"): 2, ("huber", "nonprivate"): 3,
               ("huber", "output"): 4, ("huber", "objective"): 5}
 
+# ---------------------------------------------------------------------------- core
+_DATA = {}
+
+
+def _data():
+    if "X" not in _DATA:
+        _DATA["X"], _DATA["y"] = C.load_adult_data()
+    return _DATA["X"], _DATA["y"]
+
+
 def _cell(loss, method, log10_alpha, epsilon, fold, run, train, test, seed, tol):
     X, y = _data()
     alpha = 10.0 ** log10_alpha
