@@ -29,7 +29,7 @@ _HANDOVER_GTOL = 1e-2
 # Newton steps use the dense Hessian up to this dimension (d^2 doubles of memory).
 _DENSE_HESSIAN_MAX_D = 2000
 # A factorised Hessian is reused while each step cuts the gradient norm this much.
-_REUSE_HESSIAN_RATE = 1e-2
+_REUSE_HESSIAN_RATE = 0.3
 # Row blocks for accumulating the Hessian: bounded temporary memory.
 _HESSIAN_BLOCK_BYTES = 4 * 2**20
 # Relative size of a change in F that floating point cannot tell from noise.

@@ -68,7 +68,8 @@ def clip_rows(X, data_norm, warn=True):
     Returns
     -------
     X_clipped : same type as X
-        A new array; X is not modified.
+        X itself when no row exceeds the bound, else a new array; X is never
+        modified.
     """
     norms = row_norms(X)
     too_long = norms > data_norm
@@ -84,6 +85,8 @@ def clip_rows(X, data_norm, warn=True):
             UserWarning,
             stacklevel=_user_stacklevel(),
         )
+    if not np.any(too_long):
+        return X  # nothing to clip: callers never write into X, so skip the copy
     if sp.issparse(X):
         return sp.diags(factors) @ X
     return X * factors[:, None]
@@ -109,8 +112,8 @@ def design_matrix(X, data_norm, fit_intercept, warn=True):
             Z = sp.hstack([Z, sp.csr_matrix(ones)], format="csr")
         return sp.csr_matrix(Z)
     if not fit_intercept:
-        X *= scale  # X is already a private copy made by clip_rows
-        return X
+        # X may be the caller's array (clip_rows copies only when it clips).
+        return X if scale == 1.0 else X * scale
     Z = np.empty((X.shape[0], X.shape[1] + 1))
     np.multiply(X, scale, out=Z[:, :-1])
     Z[:, -1] = INTERCEPT_SCALE

@@ -107,6 +107,8 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self._validate_params()
         X = validate_data(self, X, accept_sparse="csr", dtype=FLOAT_DTYPES, reset=False)
         clipped = clip_rows(X, self.data_norm, warn=self.warn)
+        if clipped is X:  # nothing clipped: still hand out a new array, never an alias
+            clipped = X.copy()
         if sp.issparse(X):
             clipped = type(X)(clipped)  # keep csr_array vs csr_matrix as given
         return clipped
