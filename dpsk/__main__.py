@@ -31,7 +31,8 @@ MODELS = {
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m dpsk", description=__doc__.split("\n")[0])
+    description = __doc__.split("\n")[0]
+    parser = argparse.ArgumentParser(prog="python -m dpsk", description=description)
     parser.add_argument("--repeats", type=int, default=3,
                         help="private fits averaged per cell (default 3)")
     parser.add_argument("--seed", type=int, default=0,
@@ -48,7 +49,8 @@ def main(argv=None):
     baseline = LogisticRegression(C=1.0 / (n * 10**-2.5), fit_intercept=False, max_iter=1000)
     baseline.fit(X_train, y_train)
     print(f"non-private logistic regression: test error {1 - baseline.score(X_test, y_test):.4f}")
-    print(f"majority class:                  test error {min(y_test.mean(), 1 - y_test.mean()):.4f}")
+    majority_error = min(y_test.mean(), 1 - y_test.mean())
+    print(f"majority class:                  test error {majority_error:.4f}")
     print()
 
     accountant = BudgetAccountant()

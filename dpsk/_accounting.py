@@ -27,7 +27,6 @@ import weakref
 from contextlib import contextmanager
 from numbers import Real
 
-import numpy as np
 
 try:  # POSIX only; without it, ledgers refuse to cross process boundaries.
     import fcntl

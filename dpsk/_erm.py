@@ -5,8 +5,6 @@ kernel classifier on its random features) calls :func:`private_erm` once per
 binary problem. Reading it top to bottom shows where each part of epsilon goes.
 """
 
-import numpy as np
-
 from ._mechanisms import (
     gamma_norm_noise,
     objective_perturbation_calibration,

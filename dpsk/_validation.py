@@ -14,8 +14,10 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.multiclass import check_classification_targets
 
-__all__ = ["row_norms", "clip_rows", "design_matrix", "unscale_coef", "binary_targets"]
+__all__ = ["row_norms", "clip_rows", "design_matrix", "unscale_coef", "check_classes",
+           "binary_targets"]
 
 #: Scale of the data block and of the constant column when an intercept is fitted.
 INTERCEPT_SCALE = 1.0 / np.sqrt(2.0)
@@ -76,9 +78,10 @@ def clip_rows(X, data_norm, warn=True):
     factors = np.ones_like(norms)
     factors[too_long] = data_norm / norms[too_long]
     # Rows a rounding error above the bound are clipped too, but silently.
-    if warn and np.any(norms > data_norm * (1 + 1e-9)):
+    n_noticed = int(np.count_nonzero(norms > data_norm * (1 + 1e-9))) if warn else 0
+    if n_noticed:
         warnings.warn(
-            f"{int(np.sum(norms > data_norm * (1 + 1e-9)))} of {X.shape[0]} rows had an L2 norm above "
+            f"{n_noticed} of {X.shape[0]} rows had an L2 norm above "
             f"data_norm={data_norm:g} and were scaled down to it. Privacy holds for the "
             f"clipped rows; if clipping is frequent, rescale your features or raise "
             f"data_norm (from domain knowledge, not from the data).",
@@ -135,6 +138,24 @@ def unscale_coef(W, data_norm, fit_intercept):
     if fit_intercept:
         return W[:, :-1] * (INTERCEPT_SCALE / data_norm), W[:, -1] * INTERCEPT_SCALE
     return W / data_norm, np.zeros(W.shape[0])
+
+
+def check_classes(y):
+    """Sorted distinct labels of ``y``, which must be a classification target with >= 2 classes.
+
+    Raises
+    ------
+    ValueError
+        For continuous or multi-output targets, or a single class.
+    """
+    check_classification_targets(y)
+    classes = np.unique(y)
+    if classes.size < 2:
+        raise ValueError(
+            f"The training data contains only one class ({classes[0]!r}); a classifier "
+            "needs at least two classes."
+        )
+    return classes
 
 
 def binary_targets(y, classes):

@@ -25,7 +25,6 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from threadpoolctl import threadpool_limits
 
 from dpsk import BudgetAccountant, BudgetExceededError, DPHuberSVM, DPLogisticRegression
 from dpsk._validation import clip_rows
@@ -61,10 +60,9 @@ CASES_TRIED = collections.Counter()
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas_and_report():
-    # Tiny solves are dominated by BLAS thread hand-offs on a loaded machine.
-    with threadpool_limits(limits=1):
-        yield
+def _report_cases_tried():
+    # (BLAS threads are limited for the whole session in conftest.py.)
+    yield
     print("\n[bad input] hypothesis cases tried:", dict(sorted(CASES_TRIED.items())),
           "total", sum(CASES_TRIED.values()))
 

@@ -322,8 +322,8 @@ def test_single_candidate_trains_on_all_rows(data):
     Xi = _with_row_ids(X)
     acc = BudgetAccountant()
     RecordingDPLogisticRegression.log = []
-    search = make_search(estimator=RecordingDPLogisticRegression(), param_grid={"alpha": [0.1]},
-                     refit=True, accountant=acc)
+    search = make_search(estimator=RecordingDPLogisticRegression(),
+                         param_grid={"alpha": [0.1]}, refit=True, accountant=acc)
     with pytest.warns(UserWarning, match="single candidate"):
         search.fit(Xi, y)
     fits = [rows for kind, _, rows in RecordingDPLogisticRegression.log if kind == "fit"]

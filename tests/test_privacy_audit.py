@@ -39,7 +39,6 @@ import time
 import numpy as np
 import pytest
 from scipy import stats
-from threadpoolctl import threadpool_limits
 
 import dpsk._erm as erm_module
 from dpsk._erm import private_erm
@@ -51,14 +50,6 @@ from dpsk._mechanisms import exponential_mechanism
 #: below is such a case) fails an audit with probability at most 1% over seeds.
 CONFIDENCE = 0.995
 EPSILON = 1.0
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _single_threaded_blas():
-    # Tiny L-BFGS-B solves are dominated by BLAS thread hand-offs when the
-    # machine is loaded; one thread makes each run ~50x faster there.
-    with threadpool_limits(limits=1):
-        yield
 
 
 # -- the statistics --------------------------------------------------------------------

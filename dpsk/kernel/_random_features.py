@@ -15,12 +15,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import gen_batches
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._accounting import PrivacyAccountingMixin
 from .._losses import make_loss
-from .._validation import INTERCEPT_SCALE, clip_rows, unscale_coef
+from .._validation import INTERCEPT_SCALE, check_classes, clip_rows, unscale_coef
 from ..linear_model._base import BaseDPLinearClassifier, fit_private_problems, make_generator
 
 __all__ = ["DPKernelClassifier", "sample_frequencies", "fourier_features"]
@@ -349,13 +348,7 @@ class DPKernelClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator)
 
     def _fit_private(self, X, y, *, epsilon, delta):
         X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(
-                "The training data contains only one class "
-                f"({classes[0]!r}); a classifier needs at least two classes."
-            )
+        classes = check_classes(y)
         # Two independent child streams: the frequencies never see the data, and
         # the noise draws do not depend on how many frequencies were drawn.
         freq_rng, noise_rng = make_generator(self.random_state).spawn(2)

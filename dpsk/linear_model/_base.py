@@ -7,12 +7,17 @@ from joblib import Parallel, delayed
 from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._accounting import BudgetAccountant, PrivacyAccountingMixin
 from .._erm import private_erm
-from .._validation import binary_targets, clip_rows, design_matrix, unscale_coef
+from .._validation import (
+    binary_targets,
+    check_classes,
+    clip_rows,
+    design_matrix,
+    unscale_coef,
+)
 
 __all__ = ["BaseDPLinearClassifier", "fit_private_problems", "make_generator"]
 
@@ -116,13 +121,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
 
     def _fit_private(self, X, y, *, epsilon, delta):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(
-                "The training data contains only one class "
-                f"({classes[0]!r}); a classifier needs at least two classes."
-            )
+        classes = check_classes(y)
         Z = design_matrix(X, self.data_norm, self.fit_intercept)
         W, n_iter = fit_private_problems(
             Z, y, classes, self._make_loss(), epsilon, self.alpha, self.perturbation,

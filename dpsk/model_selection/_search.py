@@ -12,11 +12,11 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing, get_tags, indexable
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples, check_array, check_is_fitted, column_or_1d
 
 from .._accounting import BudgetAccountant, PrivacyAccountingMixin, _validate_cost
 from .._mechanisms import exponential_mechanism
+from .._validation import check_classes
 from ..linear_model._base import make_generator
 
 __all__ = ["DPGridSearch"]
@@ -355,14 +355,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         # its own input, so X itself is passed on unchanged (DataFrames keep names).
         check_array(X, accept_sparse=True, dtype=None, ensure_all_finite=False)
         y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
         n = _num_samples(X)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(
-                f"The training data contains only one class ({classes[0]!r}); a "
-                "classifier needs at least two classes."
-            )
+        classes = check_classes(y)
 
         # Spawn every stream before any fit: split, selection, refit, one per candidate.
         rng = make_generator(self.random_state)

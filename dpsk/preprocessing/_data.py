@@ -262,4 +262,3 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         tags.requires_fit = False
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
-
