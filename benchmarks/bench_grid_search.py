@@ -189,8 +189,8 @@ def main(argv=None):
     png = _plot(summary, args.out_dir / "grid_search.png")
     if png:
         print(f"wrote {png}")
-    return rows
+    return 0  # an exit status, as the other sub-commands of python -m benchmarks
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
