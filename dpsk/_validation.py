@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 
 __all__ = ["row_norms", "clip_rows", "design_matrix", "unscale_coef", "check_classes",
-           "binary_targets"]
+           "check_not_datetime", "binary_targets"]
 
 #: Scale of the data block and of the constant column when an intercept is fitted.
 INTERCEPT_SCALE = 1.0 / np.sqrt(2.0)
@@ -140,6 +140,23 @@ def unscale_coef(W, data_norm, fit_intercept):
     return W / data_norm, np.zeros(W.shape[0])
 
 
+def check_not_datetime(X):
+    """Reject datetime and timedelta features with a clear error.
+
+    scikit-learn's conversion would turn them silently into nanosecond counts,
+    whose scale makes any declared ``data_norm`` meaningless: every row would be
+    clipped to the same direction.
+    """
+    dtypes = getattr(X, "dtypes", None)  # pandas DataFrame: one dtype per column
+    if dtypes is None:
+        dtypes = [getattr(X, "dtype", None)]
+    if any(getattr(dtype, "kind", None) in ("M", "m") for dtype in dtypes):
+        raise ValueError(
+            "X has datetime or timedelta features; convert them to numbers on a "
+            "known scale (for example days or years since a fixed date) first."
+        )
+
+
 def check_classes(y):
     """Sorted distinct labels of ``y``, which must be a classification target with >= 2 classes.
 
@@ -148,8 +165,14 @@ def check_classes(y):
     ValueError
         For continuous or multi-output targets, or a single class.
     """
-    check_classification_targets(y)
-    classes = np.unique(y)
+    try:
+        check_classification_targets(y)
+        classes = np.unique(y)
+    except TypeError as exc:  # e.g. "'<' not supported between 'int' and 'str'"
+        raise ValueError(
+            f"y mixes label types that cannot be ordered ({exc}); use labels of one "
+            "type, e.g. all strings."
+        ) from None
     if classes.size < 2:
         raise ValueError(
             f"The training data contains only one class ({classes[0]!r}); a classifier "

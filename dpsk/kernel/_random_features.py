@@ -19,7 +19,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._accounting import PrivacyAccountingMixin
 from .._losses import make_loss
-from .._validation import INTERCEPT_SCALE, check_classes, clip_rows, unscale_coef
+from .._validation import (
+    INTERCEPT_SCALE,
+    check_classes,
+    check_not_datetime,
+    clip_rows,
+    unscale_coef,
+)
 from ..linear_model._base import BaseDPLinearClassifier, fit_private_problems, make_generator
 
 __all__ = ["DPKernelClassifier", "sample_frequencies", "fourier_features"]
@@ -347,6 +353,7 @@ class DPKernelClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator)
         return self._fit_with_budget(self._fit_private, X, y)
 
     def _fit_private(self, X, y, *, epsilon, delta):
+        check_not_datetime(X)
         X, y = validate_data(self, X, y, dtype=np.float64)
         classes = check_classes(y)
         # Two independent child streams: the frequencies never see the data, and
@@ -387,6 +394,7 @@ class DPKernelClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator)
             For two classes, positive scores mean ``classes_[1]``.
         """
         check_is_fitted(self)
+        check_not_datetime(X)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         n = X.shape[0]
         n_models, n_columns = self.coef_.shape

@@ -14,6 +14,7 @@ from .._erm import private_erm
 from .._validation import (
     binary_targets,
     check_classes,
+    check_not_datetime,
     clip_rows,
     design_matrix,
     unscale_coef,
@@ -120,6 +121,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         return self._fit_with_budget(self._fit_private, X, y)
 
     def _fit_private(self, X, y, *, epsilon, delta):
+        check_not_datetime(X)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
         classes = check_classes(y)
         Z = design_matrix(X, self.data_norm, self.fit_intercept)
@@ -147,6 +149,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
             For two classes, positive scores mean ``classes_[1]``.
         """
         check_is_fitted(self)
+        check_not_datetime(X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         X = clip_rows(X, self.data_norm, warn=False)
         scores = np.asarray(X @ self.coef_.T) + self.intercept_

@@ -16,7 +16,7 @@ from sklearn.utils.validation import _num_samples, check_array, check_is_fitted,
 
 from .._accounting import BudgetAccountant, PrivacyAccountingMixin, _validate_cost
 from .._mechanisms import exponential_mechanism
-from .._validation import check_classes
+from .._validation import check_classes, check_not_datetime
 from ..linear_model._base import make_generator
 
 __all__ = ["DPGridSearch"]
@@ -353,6 +353,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         X, y = indexable(X, y)
         # Shape checks only (empty data, 1-d X, ...); the inner estimator validates
         # its own input, so X itself is passed on unchanged (DataFrames keep names).
+        check_not_datetime(X)
         check_array(X, accept_sparse=True, dtype=None, ensure_all_finite=False)
         y = column_or_1d(y, warn=True)
         n = _num_samples(X)
