@@ -107,7 +107,7 @@ class BudgetAccountant:
     >>> acc.spend(0.25).spend(0.25).total()
     (0.5, 0.0)
     >>> acc.remaining()
-    (0.5, 1.0)
+    (0.5, 0.0)
     """
 
     def __init__(self, epsilon=float("inf"), delta=0.0):
