@@ -11,13 +11,11 @@ dpsk model.
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import gen_batches
-from sklearn.utils._available_if import available_if
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._accounting import PrivacyAccountingMixin
 from .._losses import make_loss
 from .._validation import (
     INTERCEPT_SCALE,
@@ -155,7 +153,7 @@ def _logistic_only(estimator):
     return True
 
 
-class DPKernelClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
+class DPKernelClassifier(BaseDPLinearClassifier):
     """Nonlinear classifier with epsilon-differential privacy (random Fourier features).
 
     Algorithm 3 of Chaudhuri, Monteleoni and Sarwate (2011), "Differentially
@@ -330,27 +328,8 @@ class DPKernelClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator)
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    def fit(self, X, y):
-        """Fit the private model and charge ``epsilon`` to the accountant.
-
-        The budget is checked before the data is read and spent only if the fit
-        succeeds.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training rows (dense). Rows with L2 norm above ``data_norm`` are
-            scaled down to it.
-        y : array-like of shape (n_samples,)
-            Class labels (any two or more values).
-
-        Returns
-        -------
-        self : object
-            Fitted estimator.
-        """
-        self._validate_params()
-        return self._fit_with_budget(self._fit_private, X, y)
+    def _make_loss(self):
+        return make_loss(self.loss, self.h)
 
     def _fit_private(self, X, y, *, epsilon, delta):
         check_not_datetime(X)
@@ -367,7 +346,7 @@ class DPKernelClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator)
                              fit_intercept=self.fit_intercept)
         del X
         W, n_iter = fit_private_problems(
-            Z, y, classes, make_loss(self.loss, self.h), epsilon, self.alpha,
+            Z, y, classes, self._make_loss(), epsilon, self.alpha,
             self.perturbation, noise_rng, tol=self.tol, max_iter=self.max_iter,
             n_jobs=self.n_jobs,
         )
@@ -408,25 +387,10 @@ class DPKernelClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator)
         scores += self.intercept_
         return scores.ravel() if n_models == 1 else scores
 
-    def predict(self, X):
-        """Predict class labels.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
-
     @available_if(_logistic_only)
     def predict_proba(self, X):
-        """Class probabilities (one-vs-rest normalised for more than two classes).
+        """Class probabilities: the logistic of the score for two classes, else the
+        softmax of the one-vs-rest scores (which always agrees with predict).
 
         Only with ``loss="logistic"``.
 
@@ -438,7 +402,7 @@ class DPKernelClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator)
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        return BaseDPLinearClassifier._sigmoid_proba(self, X)
+        return self._sigmoid_proba(X)
 
     @available_if(_logistic_only)
     def predict_log_proba(self, X):
@@ -448,7 +412,5 @@ class DPKernelClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
-        # Noise calibrated for privacy can cost accuracy on tiny test problems.
-        tags.classifier_tags.poor_score = True
+        tags.input_tags.sparse = False  # the feature map needs dense rows
         return tags

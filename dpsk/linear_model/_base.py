@@ -107,8 +107,9 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Training rows. Rows with L2 norm above ``data_norm`` are scaled down.
+        X : array-like of shape (n_samples, n_features)
+            Training rows (the linear models also take a sparse matrix). Rows
+            with L2 norm above ``data_norm`` are scaled down.
         y : array-like of shape (n_samples,)
             Class labels (any two or more values).
 
@@ -160,7 +161,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features)
 
         Returns
         -------
