@@ -12,7 +12,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing, get_tags, indexable
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _num_samples, check_array, check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 from .._accounting import BudgetAccountant, PrivacyAccountingMixin, _validate_cost
 from .._mechanisms import exponential_mechanism
@@ -356,7 +356,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         check_not_datetime(X)
         check_array(X, accept_sparse=True, dtype=None, ensure_all_finite=False)
         y = column_or_1d(y, warn=True)
-        n = _num_samples(X)
+        n = y.shape[0]  # indexable() checked that X has as many rows
         classes = check_classes(y)
 
         # Spawn every stream before any fit: split, selection, refit, one per candidate.

@@ -4,7 +4,7 @@ from numbers import Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import FLOAT_DTYPES, validate_data
 
@@ -73,7 +73,6 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.data_norm = data_norm
         self.warn = warn
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check ``X`` and record its number of features; nothing is learned.
 
@@ -88,6 +87,7 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : object
         """
+        self._validate_params()
         validate_data(self, X, accept_sparse="csr", dtype=FLOAT_DTYPES)
         return self
 
@@ -204,7 +204,6 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                              f"feature(s) {bad}.")
         return lower, upper
 
-    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Check ``X`` and the bounds; nothing is learned from the values.
 
@@ -219,6 +218,7 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : object
         """
+        self._validate_params()
         X = validate_data(self, X, dtype=FLOAT_DTYPES)
         self._bounds(X.shape[1], X.dtype)
         return self
