@@ -135,9 +135,9 @@ def minimize_regularized_loss(loss, X, y, lam, linear=None, tol=1e-10, max_iter=
         obj.value_and_grad, w, jac=True, method="L-BFGS-B",
         options={"maxiter": max_iter, "gtol": max(tol, _HANDOVER_GTOL), "maxcor": 20},
     )
-    w = res.x
+    # L-BFGS-B returns F and its gradient at res.x: no need to evaluate them again.
+    w, value, grad = res.x, float(res.fun), np.asarray(res.jac, dtype=float)
     n_iter = int(res.nit)
-    value, grad = obj.value_and_grad(w)
     grad_norm = np.linalg.norm(grad)
     factor = None
     for _ in range(50):
