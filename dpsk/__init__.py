@@ -5,12 +5,8 @@ passed as ``accountant``, else :func:`default_accountant`) when, and only when,
 its fit succeeds.
 """
 
-from ._accounting import (
-    BudgetAccountant,
-    BudgetExceededError,
-    PrivacyAccountingMixin,
-    default_accountant,
-)
+from ._accounting import BudgetAccountant, BudgetExceededError, default_accountant
+from ._mixin import PrivacyAccountingMixin, PrivateFitError
 from ._pipeline_check import check_pipeline, warn_if_pipeline_leaks
 from ._solver import SolverError
 from .kernel import DPKernelClassifier
@@ -23,6 +19,7 @@ __all__ = [
     "BudgetAccountant",
     "BudgetExceededError",
     "PrivacyAccountingMixin",
+    "PrivateFitError",
     "default_accountant",
     "SolverError",
     "check_pipeline",

@@ -37,7 +37,6 @@ __all__ = [
     "BudgetAccountant",
     "BudgetExceededError",
     "default_accountant",
-    "PrivacyAccountingMixin",
 ]
 
 # Relative slack for comparing float sums with a budget: ten spends of 0.1 must
@@ -322,93 +321,3 @@ def default_accountant():
     """
     with _DEFAULT_LOCK:
         return _DEFAULT_STACK[-1] if _DEFAULT_STACK else _GLOBAL_DEFAULT
-
-
-class PrivacyAccountingMixin:
-    """Budget handling shared by every dpsk estimator.
-
-    The mixin is the one place where an estimator
-
-    1. validates its privacy cost (``epsilon`` > 0 finite, ``delta`` in [0, 1));
-    2. resolves its ledger: ``accountant`` if given, else :func:`default_accountant`
-       at fit time (never in ``__init__``, so a ``with`` block set up after the
-       estimator was built still applies);
-    3. checks the budget before touching the data;
-    4. runs the fit, which must return the fitted attributes as a dict instead of
-       setting them;
-    5. spends the cost, and only then attaches the fitted attributes and
-       ``privacy_spent_``.
-
-    A fit that raises spends nothing and leaves a previously fitted model as it
-    was. Subclasses define ``_privacy_cost()`` if their cost is not simply their
-    ``epsilon`` and ``delta`` parameters.
-    """
-
-    def _privacy_cost(self):
-        """The (epsilon, delta) one fit of this estimator spends."""
-        epsilon = getattr(self, "epsilon")
-        delta = getattr(self, "delta", 0.0)
-        epsilon, delta = _validate_cost(epsilon, delta)
-        if epsilon == 0:
-            raise ValueError("epsilon must be > 0, got 0.")
-        if delta >= 1:
-            raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
-        return epsilon, delta
-
-    def _resolve_accountant(self):
-        accountant = getattr(self, "accountant", None)
-        if accountant is None:
-            # A copy unpickled in a worker carries the default of the process that
-            # pickled it (see __getstate__); otherwise use this process's default.
-            accountant = self.__dict__.get("_inherited_accountant") or default_accountant()
-        if not isinstance(accountant, BudgetAccountant):
-            raise TypeError(
-                f"accountant must be a dpsk.BudgetAccountant or None, got "
-                f"{type(accountant).__name__}."
-            )
-        return accountant
-
-    def _fit_with_budget(self, fit_fn, *args, **kwargs):
-        """Check, fit, spend, then attach: the protocol every private fit follows.
-
-        Parameters
-        ----------
-        fit_fn : callable
-            Runs the private computation and returns a ``dict`` of fitted
-            attributes. It is called as ``fit_fn(*args, epsilon=..., delta=...,
-            **kwargs)`` with the validated cost, which it must spend in full.
-        *args, **kwargs
-            Passed to ``fit_fn``.
-
-        Returns
-        -------
-        self
-        """
-        epsilon, delta = self._privacy_cost()
-        accountant = self._resolve_accountant()
-        accountant.check(epsilon, delta)
-        # Input validation inside fit_fn sets n_features_in_ and friends; a failed
-        # fit must leave an earlier fitted model exactly as it was.
-        snapshot = dict(self.__dict__)
-        try:
-            fitted = fit_fn(*args, epsilon=epsilon, delta=delta, **kwargs)
-            accountant.spend(epsilon, delta)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(snapshot)
-            raise
-        for name, value in fitted.items():
-            setattr(self, name, value)
-        self.privacy_spent_ = (epsilon, delta)
-        return self
-
-    def __getstate__(self):
-        state = super().__getstate__()
-        if getattr(self, "accountant", None) is None and "_inherited_accountant" not in state:
-            with _DEFAULT_LOCK:
-                context = _DEFAULT_STACK[-1] if _DEFAULT_STACK else None
-            if context is not None:
-                # A worker process has no ``with`` block of its own: carry the
-                # user's context ledger along so its spends are not lost.
-                state = dict(state, _inherited_accountant=context)
-        return state

@@ -30,7 +30,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from ._accounting import PrivacyAccountingMixin
+from ._mixin import PrivacyAccountingMixin
 
 __all__ = ["check_pipeline", "warn_if_pipeline_leaks"]
 

@@ -331,10 +331,13 @@ class DPKernelClassifier(BaseDPLinearClassifier):
     def _make_loss(self):
         return make_loss(self.loss, self.h)
 
-    def _fit_private(self, X, y, *, epsilon, delta):
+    def _validate_input(self, X, y):
         check_not_datetime(X)
         X, y = validate_data(self, X, y, dtype=np.float64)
-        classes = check_classes(y)
+        return X, y, check_classes(y)
+
+    def _release(self, data, *, epsilon, delta):
+        X, y, classes = data
         # Two independent child streams: the frequencies never see the data, and
         # the noise draws do not depend on how many frequencies were drawn.
         freq_rng, noise_rng = make_generator(self.random_state).spawn(2)

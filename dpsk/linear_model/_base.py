@@ -9,7 +9,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._accounting import BudgetAccountant, PrivacyAccountingMixin
+from .._accounting import BudgetAccountant
+from .._mixin import PrivacyAccountingMixin
 from .._erm import private_erm
 from .._validation import (
     binary_targets,
@@ -119,12 +120,15 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
             Fitted estimator.
         """
         self._validate_params()
-        return self._fit_with_budget(self._fit_private, X, y)
+        return self._fit_with_budget(self._validate_input, self._release, X, y)
 
-    def _fit_private(self, X, y, *, epsilon, delta):
+    def _validate_input(self, X, y):
         check_not_datetime(X)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        classes = check_classes(y)
+        return X, y, check_classes(y)
+
+    def _release(self, data, *, epsilon, delta):
+        X, y, classes = data
         Z = design_matrix(X, self.data_norm, self.fit_intercept)
         W, n_iter = fit_private_problems(
             Z, y, classes, self._make_loss(), epsilon, self.alpha, self.perturbation,

@@ -14,7 +14,8 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
-from .._accounting import BudgetAccountant, PrivacyAccountingMixin, _validate_cost
+from .._accounting import BudgetAccountant, _validate_cost
+from .._mixin import PrivacyAccountingMixin
 from .._mechanisms import exponential_mechanism
 from .._validation import check_classes, check_not_datetime
 from ..linear_model._base import make_generator
@@ -329,7 +330,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         self : object
         """
         self._validate_params()
-        return self._fit_with_budget(self._fit_private, X, y)
+        return self._fit_with_budget(self._validate_input, self._release, X, y)
 
     def _warn_learned_steps(self, estimator):
         if not isinstance(estimator, Pipeline):
@@ -347,17 +348,20 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                     stacklevel=3,
                 )
 
-    def _fit_private(self, X, y, *, epsilon, delta):
-        candidates = self._candidate_params()
-        m = len(candidates)
+    def _validate_input(self, X, y):
         X, y = indexable(X, y)
         # Shape checks only (empty data, 1-d X, ...); the inner estimator validates
         # its own input, so X itself is passed on unchanged (DataFrames keep names).
         check_not_datetime(X)
         check_array(X, accept_sparse=True, dtype=None, ensure_all_finite=False)
         y = column_or_1d(y, warn=True)
+        return X, y, check_classes(y)
+
+    def _release(self, data, *, epsilon, delta):
+        X, y, classes = data
+        candidates = self._candidate_params()
+        m = len(candidates)
         n = y.shape[0]  # indexable() checked that X has as many rows
-        classes = check_classes(y)
 
         # Spawn every stream before any fit: split, selection, refit, one per candidate.
         rng = make_generator(self.random_state)

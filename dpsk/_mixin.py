@@ -1,0 +1,149 @@
+"""The protocol every private fit follows: check, validate, spend, release, attach.
+
+``PrivacyAccountingMixin`` is the one place where an estimator turns its privacy
+parameters into a charge on a :class:`~dpsk.BudgetAccountant` and decides what a
+failed fit may reveal. The order is the privacy argument:
+
+1. **check** the budget (parameters only, free);
+2. **validate** the input against the declared domain (finite features, shapes,
+   labels among the declared classes). A refusal here depends only on whether
+   the input is in the domain, so it is free;
+3. **spend** the cost. From here on the data is read for real;
+4. **release**: the mechanism runs. If it raises, the budget stays spent, the
+   estimator is restored, and a :class:`PrivateFitError` with a fixed message
+   (a function of the estimator's class and cost only) replaces the original
+   exception, whose text and traceback could carry data-dependent values.
+   Warnings raised during the release are dropped for the same reason;
+5. **attach** the fitted attributes and ``privacy_spent_``.
+"""
+
+import warnings
+
+import numpy as np
+
+from ._accounting import (
+    _DEFAULT_LOCK,
+    _DEFAULT_STACK,
+    BudgetAccountant,
+    _validate_cost,
+    default_accountant,
+)
+
+__all__ = ["PrivacyAccountingMixin", "PrivateFitError"]
+
+
+class PrivateFitError(RuntimeError):
+    """A private fit failed after it had read the data; its budget was charged.
+
+    The message names only the estimator and its cost: the original error could
+    depend on the data, so it is not chained (``__cause__`` and ``__context__``
+    are ``None``).
+    """
+
+
+class PrivacyAccountingMixin:
+    """Budget handling shared by every dpsk estimator (see the module docstring).
+
+    Subclasses call :meth:`_fit_with_budget` from ``fit`` with two functions:
+    ``validate(*args)`` checks the input domain and returns the prepared data,
+    and ``release(data, epsilon=..., delta=...)`` runs the mechanism and returns
+    the fitted attributes as a dict. They define ``_privacy_cost()`` if their
+    cost is not simply their ``epsilon`` and ``delta`` parameters.
+    """
+
+    def _privacy_cost(self):
+        """The (epsilon, delta) one fit of this estimator spends."""
+        epsilon = getattr(self, "epsilon")
+        delta = getattr(self, "delta", 0.0)
+        epsilon, delta = _validate_cost(epsilon, delta)
+        if epsilon == 0:
+            raise ValueError("epsilon must be > 0, got 0.")
+        if delta >= 1:
+            raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
+        return epsilon, delta
+
+    def _resolve_accountant(self):
+        accountant = getattr(self, "accountant", None)
+        if accountant is None:
+            # A copy unpickled in a worker carries the default of the process that
+            # pickled it (see __getstate__); otherwise use this process's default.
+            accountant = self.__dict__.get("_inherited_accountant") or default_accountant()
+        if not isinstance(accountant, BudgetAccountant):
+            raise TypeError(
+                f"accountant must be a dpsk.BudgetAccountant or None, got "
+                f"{type(accountant).__name__}."
+            )
+        return accountant
+
+    def _spend(self, accountant, epsilon, delta):
+        """Record this fit's cost on ``accountant``."""
+        accountant.spend(epsilon, delta)
+
+    def _fit_with_budget(self, validate, release, *args):
+        """Check, validate (free), spend, release (charged), attach.
+
+        Parameters
+        ----------
+        validate : callable
+            ``validate(*args)`` refuses inputs outside the declared domain and
+            returns the prepared data. It may set public metadata such as
+            ``n_features_in_`` on the estimator.
+        release : callable
+            ``release(data, epsilon=..., delta=...)`` runs the mechanism at the
+            validated cost, which it must spend in full, and returns the fitted
+            attributes as a dict.
+        *args
+            Passed to ``validate``.
+
+        Returns
+        -------
+        self
+        """
+        epsilon, delta = self._privacy_cost()
+        accountant = self._resolve_accountant()
+        accountant.check(epsilon, delta)
+        # A refused or failed fit must leave an earlier fitted model as it was.
+        snapshot = dict(self.__dict__)
+        try:
+            data = validate(*args)
+            self._spend(accountant, epsilon, delta)
+        except BaseException:
+            self._restore(snapshot)
+            raise
+        failed = False
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                fitted = release(data, epsilon=epsilon, delta=delta)
+        except Exception:  # the exception object may hold data: do not keep it
+            failed = True
+        except BaseException:  # KeyboardInterrupt, SystemExit: the user's doing
+            self._restore(snapshot)
+            raise
+        if failed:
+            self._restore(snapshot)
+            raise PrivateFitError(
+                f"The private fit of {type(self).__name__} failed after reading the "
+                f"data. Its budget (epsilon={epsilon:g}, delta={delta:g}) has been "
+                "charged, because whether a fit fails can depend on the data. The "
+                "cause is not shown for the same reason."
+            )
+        for name, value in fitted.items():
+            setattr(self, name, value)
+        self.privacy_spent_ = (epsilon, delta)
+        return self
+
+    def _restore(self, snapshot):
+        self.__dict__.clear()
+        self.__dict__.update(snapshot)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        if getattr(self, "accountant", None) is None and "_inherited_accountant" not in state:
+            with _DEFAULT_LOCK:
+                context = _DEFAULT_STACK[-1] if _DEFAULT_STACK else None
+            if context is not None:
+                # A worker process has no ``with`` block of its own: carry the
+                # user's context ledger along so its spends are not lost.
+                state = dict(state, _inherited_accountant=context)
+        return state
