@@ -5,6 +5,10 @@ kernel classifier on its random features) calls :func:`private_erm` once per
 binary problem. Reading it top to bottom shows where each part of epsilon goes.
 """
 
+import warnings
+
+import numpy as np
+
 from ._mechanisms import (
     gamma_norm_noise,
     objective_perturbation_calibration,
@@ -22,7 +26,7 @@ __all__ = ["private_erm", "SOLVER_EPSILON_SHARE"]
 SOLVER_EPSILON_SHARE = 0.01
 
 
-def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, max_iter=1000):
+def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10):
     """Fit an epsilon-DP L2-regularised linear model on rows of norm <= 1.
 
     Guarantee: the returned weights are ``epsilon``-differentially private with
@@ -50,25 +54,34 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, max_it
     alpha : float
         L2 regularisation ``alpha/2 ||w||^2``, > 0 (the paper's Lambda).
     perturbation : {"objective", "output"}
-    rng : numpy.random.Generator
-        Used only for this release's noise.
+    rng : NoiseSource
+        Used only for this release's noise (``dpsk._random``).
     tol : float, default=1e-10
-        Gradient-norm bound the solver must certify; fixed before seeing data.
-    max_iter : int, default=1000
+        Fixed before seeing the data. The solver returns a point within
+        ``tol / strong_convexity`` of the exact minimiser, always (see
+        ``dpsk._solver``), and the noise covers that distance.
 
     Returns
     -------
     w : ndarray of shape (d,)
-    n_iter : int
-        Solver iterations.
+        The release. Nothing else leaves this function: solver diagnostics
+        (iterations, gradient norms, which solver path was taken) depend on the
+        data without noise. Warnings raised inside are dropped for that reason
+        (this also covers one-vs-rest problems solved in joblib workers).
     """
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol)
+
+
+def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol):
     n, d = Z.shape
     if loss.lipschitz > 1:
         raise ValueError("The privacy guarantees need a loss with |l'| <= 1.")
     if perturbation == "output":
-        solution = minimize_regularized_loss(loss, Z, y, alpha, tol=tol, max_iter=max_iter)
+        solution = minimize_regularized_loss(loss, Z, y, alpha, tol=tol)
         beta = output_perturbation_beta(epsilon, n, alpha, loss.lipschitz, solver_tol=tol)
-        return solution.w + gamma_norm_noise(d, beta, rng), solution.n_iter
+        return solution.w + gamma_norm_noise(d, beta, rng)
     if perturbation != "objective":
         raise ValueError(f"perturbation must be 'objective' or 'output', got {perturbation!r}.")
 
@@ -79,7 +92,7 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, max_it
     b = gamma_norm_noise(d, calibration.beta, rng)
     strong_convexity = alpha + calibration.extra_alpha
     solution = minimize_regularized_loss(
-        loss, Z, y, strong_convexity, linear=b / n, tol=tol, max_iter=max_iter
+        loss, Z, y, strong_convexity, linear=b / n, tol=tol
     )
     beta_residual = solver_residual_beta(epsilon_solver, strong_convexity, tol)
-    return solution.w + gamma_norm_noise(d, beta_residual, rng), solution.n_iter
+    return solution.w + gamma_norm_noise(d, beta_residual, rng)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._random import NoiseSource
+
 __all__ = [
     "gamma_norm_noise",
     "output_perturbation_beta",
@@ -39,16 +41,15 @@ def gamma_norm_noise(d, beta, rng):
         Dimension, >= 1.
     beta : float
         Rate, > 0. The expected norm is ``d / beta``.
-    rng : numpy.random.Generator
-        Source of randomness. Each call consumes fresh draws, so two releases
-        never share noise as long as they do not share a generator state.
+    rng : NoiseSource
+        Source of the noise (``dpsk._random``): the OS's secure generator, or a
+        seeded one in tests. Secure sources never repeat a draw.
 
     Returns
     -------
     b : ndarray of shape (d,)
     """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng must be a numpy.random.Generator.")
+    _check_noise_source(rng)
     d = int(d)
     if d < 1:
         raise ValueError(f"d must be >= 1, got {d}.")
@@ -225,7 +226,7 @@ def exponential_mechanism(utilities, epsilon, sensitivity, rng):
         Privacy parameter, > 0.
     sensitivity : float
         Bound on the change of any utility between neighbours, > 0.
-    rng : numpy.random.Generator
+    rng : NoiseSource
 
     Returns
     -------
@@ -235,8 +236,7 @@ def exponential_mechanism(utilities, epsilon, sensitivity, rng):
         not release them).
     """
     _check_positive(epsilon=epsilon, sensitivity=sensitivity)
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng must be a numpy.random.Generator.")
+    _check_noise_source(rng)
     u = np.asarray(utilities, dtype=float)
     if u.ndim != 1 or u.size == 0 or not np.all(np.isfinite(u)):
         raise ValueError("utilities must be a non-empty 1-d array of finite numbers.")
@@ -251,3 +251,13 @@ def _check_positive(**values):
     for name, value in values.items():
         if not (np.isfinite(value) and value > 0):
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
+
+
+def _check_noise_source(rng):
+    # Privacy noise only from a NoiseSource: a numpy Generator here would mean a
+    # stateful, replayable, non-cryptographic stream had reached a mechanism.
+    if not isinstance(rng, NoiseSource):
+        raise TypeError(
+            "Privacy noise must come from a dpsk._random.NoiseSource, got "
+            f"{type(rng).__name__}."
+        )

@@ -6,6 +6,13 @@
 * A fitted intercept is a regularised constant feature: each row becomes
   ``[x / data_norm, 1] / sqrt(2)``, whose norm stays <= 1.
 * Labels become {-1, +1}, one binary problem per class for one-vs-rest.
+* The classes are declared (``classes=[...]``), so ``classes_`` and the number
+  of binary problems do not depend on which labels occur in ``y``; labels
+  outside the declared classes are outside the input domain and refused before
+  anything is spent.
+
+Nothing here warns about what it finds in the data: a warning that counted
+clipped rows, or named a missing class, would be a noise-free statistic.
 """
 
 import os
@@ -17,7 +24,23 @@ import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 
 __all__ = ["row_norms", "clip_rows", "design_matrix", "unscale_coef", "check_classes",
-           "check_not_datetime", "binary_targets"]
+           "resolve_classes", "check_not_datetime", "binary_targets",
+           "ClassesFromDataWarning"]
+
+
+class ClassesFromDataWarning(UserWarning):
+    """Emitted by every fit with ``classes=None``: the labels of ``y`` become public.
+
+    The text is the same whatever ``y`` holds. Declare ``classes=[...]`` to keep
+    the set of labels out of the release.
+    """
+
+
+_CLASSES_FROM_DATA = (
+    "classes=None: the classes are read from y, so the fitted model reveals which "
+    "labels occur in the training data (classes_, the number of models and the share "
+    "of epsilon each gets). Declare them, e.g. classes=[0, 1], to keep that private."
+)
 
 #: Scale of the data block and of the constant column when an intercept is fitted.
 INTERCEPT_SCALE = 1.0 / np.sqrt(2.0)
@@ -55,8 +78,11 @@ def _user_stacklevel():
     return level
 
 
-def clip_rows(X, data_norm, warn=True):
+def clip_rows(X, data_norm):
     """Scale rows with norm above ``data_norm`` down to ``data_norm``.
+
+    Clipping is silent: how many rows were clipped depends on the data, so a
+    count (or even whether there was any) must not leave a private fit.
 
     Parameters
     ----------
@@ -64,8 +90,6 @@ def clip_rows(X, data_norm, warn=True):
     data_norm : float
         The declared bound, > 0. It must come from domain knowledge, not from the
         data: a bound read off the data would itself leak.
-    warn : bool, default=True
-        Warn (with the count of clipped rows) when any row was clipped.
 
     Returns
     -------
@@ -77,17 +101,6 @@ def clip_rows(X, data_norm, warn=True):
     too_long = norms > data_norm
     factors = np.ones_like(norms)
     factors[too_long] = data_norm / norms[too_long]
-    # Rows a rounding error above the bound are clipped too, but silently.
-    n_noticed = int(np.count_nonzero(norms > data_norm * (1 + 1e-9))) if warn else 0
-    if n_noticed:
-        warnings.warn(
-            f"{n_noticed} of {X.shape[0]} rows had an L2 norm above "
-            f"data_norm={data_norm:g} and were scaled down to it. Privacy holds for the "
-            f"clipped rows; if clipping is frequent, rescale your features or raise "
-            f"data_norm (from domain knowledge, not from the data).",
-            UserWarning,
-            stacklevel=_user_stacklevel(),
-        )
     if not np.any(too_long):
         return X  # nothing to clip: callers never write into X, so skip the copy
     if sp.issparse(X):
@@ -95,7 +108,7 @@ def clip_rows(X, data_norm, warn=True):
     return X * factors[:, None]
 
 
-def design_matrix(X, data_norm, fit_intercept, warn=True):
+def design_matrix(X, data_norm, fit_intercept):
     """Clip, normalise and, if asked, append the intercept column.
 
     The returned rows have L2 norm <= 1, the condition of Algorithms 1 and 2 of
@@ -106,7 +119,7 @@ def design_matrix(X, data_norm, fit_intercept, warn=True):
     -------
     Z : ndarray or sparse CSR matrix of shape (n, d + fit_intercept)
     """
-    X = clip_rows(X, data_norm, warn=warn)
+    X = clip_rows(X, data_norm)
     scale = (INTERCEPT_SCALE if fit_intercept else 1.0) / data_norm
     if sp.issparse(X):
         Z = X * scale
@@ -175,10 +188,71 @@ def check_classes(y):
         ) from None
     if classes.size < 2:
         raise ValueError(
-            f"The training data contains only one class ({classes[0]!r}); a classifier "
-            "needs at least two classes."
+            "y contains a single class and classes=None, so the model would have one "
+            "class. Declare the classes, e.g. classes=[0, 1], to fit anyway."
         )
     return classes
+
+
+def resolve_classes(y, classes):
+    """The ``classes_`` of a fit: the declared ones, or (with a warning) those of ``y``.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+    classes : array-like of shape (K,) or None
+        Declared labels, K >= 2 distinct values of one type.
+
+    Returns
+    -------
+    classes_ : ndarray of shape (K,)
+        Sorted.
+
+    Raises
+    ------
+    ValueError
+        For bad declared classes, or labels of ``y`` outside them (the message
+        does not name them). Both are refusals of input outside the domain,
+        made before any budget is spent.
+    """
+    if classes is None:
+        warnings.warn(_CLASSES_FROM_DATA, ClassesFromDataWarning, stacklevel=_user_stacklevel())
+        return check_classes(y)
+    declared = check_declared_classes(classes)
+    try:
+        check_classification_targets(y)
+        inside = np.isin(y, declared)
+    except (TypeError, ValueError):
+        inside = np.zeros(1, dtype=bool)
+    if not np.all(inside):
+        raise ValueError(
+            "y contains labels that are not among the declared classes (or of another "
+            "type). Labels outside `classes` are outside the input domain; nothing was "
+            "spent."
+        )
+    return declared
+
+
+def check_declared_classes(classes):
+    """Validate a ``classes`` parameter: 1-d, >= 2 distinct labels of one type, sorted.
+
+    Depends on the parameter only.
+    """
+    try:
+        values = np.asarray(classes)
+        declared = np.unique(values)
+    except TypeError:
+        raise ValueError(
+            "classes mixes label types that cannot be ordered; use labels of one type."
+        ) from None
+    if values.ndim != 1 or declared.size != values.size or declared.size < 2:
+        raise ValueError(
+            "classes must be a 1-d list of at least two distinct labels, got "
+            f"{classes!r}."
+        )
+    if declared.dtype.kind == "f" and not np.all(np.isfinite(declared)):
+        raise ValueError("classes must not contain NaN or infinite values.")
+    return declared
 
 
 def binary_targets(y, classes):

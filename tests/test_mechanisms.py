@@ -25,6 +25,7 @@ import dpsk._erm as erm_module
 from dpsk import DPHuberSVM, DPLogisticRegression
 from dpsk._erm import SOLVER_EPSILON_SHARE, private_erm
 from dpsk._losses import HuberLoss, LogisticLoss
+from dpsk._random import NoiseSource
 from dpsk._mechanisms import (
     exponential_mechanism,
     gamma_norm_noise,
@@ -41,7 +42,7 @@ SIGNIFICANCE = 1e-3
 
 
 def _draws(d, beta, size, seed):
-    rng = np.random.default_rng(seed)
+    rng = NoiseSource.seeded(seed)
     return np.array([gamma_norm_noise(d, beta, rng) for _ in range(size)])
 
 
@@ -109,10 +110,10 @@ def test_noise_norm_independent_of_direction():
 
 def test_noise_reproducible_and_fresh():
     # Same seed, same draw (reproducibility); consecutive calls never repeat.
-    a = gamma_norm_noise(4, 1.0, np.random.default_rng(3))
-    b = gamma_norm_noise(4, 1.0, np.random.default_rng(3))
+    a = gamma_norm_noise(4, 1.0, NoiseSource.seeded(3))
+    b = gamma_norm_noise(4, 1.0, NoiseSource.seeded(3))
     np.testing.assert_array_equal(a, b)
-    rng = np.random.default_rng(3)
+    rng = NoiseSource.seeded(3)
     draws = [gamma_norm_noise(4, 1.0, rng) for _ in range(50)]
     assert len({tuple(x) for x in draws}) == 50
 
@@ -129,15 +130,15 @@ def test_noise_reproducible_and_fresh():
 )
 def test_noise_rejects_bad_arguments(kwargs, error):
     with pytest.raises(error):
-        gamma_norm_noise(rng=np.random.default_rng(0), **kwargs)
+        gamma_norm_noise(rng=NoiseSource.seeded(0), **kwargs)
 
 
-def test_noise_needs_a_generator():
-    # A seed instead of a Generator would silently make every call draw the same noise.
-    with pytest.raises(TypeError, match="Generator"):
-        gamma_norm_noise(2, 1.0, 0)
-    with pytest.raises(TypeError, match="Generator"):
-        gamma_norm_noise(2, 1.0, np.random.RandomState(0))
+def test_noise_needs_a_noise_source():
+    # A seed, or a numpy generator (stateful, replayable, not cryptographic), must
+    # never reach a mechanism.
+    for bad in (0, np.random.default_rng(0), np.random.RandomState(0)):
+        with pytest.raises(TypeError, match="NoiseSource"):
+            gamma_norm_noise(2, 1.0, bad)
 
 
 # -- calibration formulas, written out independently ---------------------------------
@@ -253,7 +254,7 @@ def test_calibrations_reject_bad_epsilon(bad):
     with pytest.raises(ValueError, match="epsilon"):
         solver_residual_beta(bad, 1.0, 1e-10)
     with pytest.raises(ValueError, match="epsilon"):
-        exponential_mechanism([0.0, 1.0], bad, 1.0, np.random.default_rng(0))
+        exponential_mechanism([0.0, 1.0], bad, 1.0, NoiseSource.seeded(0))
 
 
 def test_output_beta_rejects_negative_solver_tol():
@@ -290,7 +291,7 @@ def test_private_erm_output_uses_algorithm_1_rate(monkeypatch, loss):
     monkeypatch.setattr(erm_module, "gamma_norm_noise", noise)
     Z, y = _unit_rows(50, 3, 0)
     eps, lam, tol = 0.8, 0.05, 1e-9
-    private_erm(Z, y, loss, eps, lam, "output", np.random.default_rng(0), tol=tol)
+    private_erm(Z, y, loss, eps, lam, "output", NoiseSource.seeded(0), tol=tol)
     assert len(noise.calls) == 1
     d, beta, _ = noise.calls[0]
     assert d == 3
@@ -306,7 +307,7 @@ def test_private_erm_objective_uses_algorithm_2_rate(monkeypatch, loss, n, lam):
     monkeypatch.setattr(erm_module, "gamma_norm_noise", noise)
     Z, y = _unit_rows(n, 3, 1)
     eps, tol = 0.8, 1e-9
-    private_erm(Z, y, loss, eps, lam, "objective", np.random.default_rng(0), tol=tol)
+    private_erm(Z, y, loss, eps, lam, "objective", NoiseSource.seeded(0), tol=tol)
     assert len(noise.calls) == 2
     (d1, beta_main, b1), (d2, beta_residual, b2) = noise.calls
     assert d1 == d2 == 3
@@ -326,7 +327,7 @@ def test_private_erm_objective_minimises_the_perturbed_objective(monkeypatch):
     monkeypatch.setattr(erm_module, "gamma_norm_noise", noise)
     Z, y = _unit_rows(10, 2, 2)
     loss, eps, lam = LogisticLoss(), 0.5, 1e-2
-    w, _ = private_erm(Z, y, loss, eps, lam, "objective", np.random.default_rng(4), tol=1e-11)
+    w = private_erm(Z, y, loss, eps, lam, "objective", NoiseSource.seeded(4), tol=1e-11)
     (_, _, b), (_, _, e) = noise.calls
     cal = objective_perturbation_calibration((1 - SOLVER_EPSILON_SHARE) * eps, 10, lam, 0.25)
     w_star = w - e
@@ -382,7 +383,7 @@ def test_exponential_mechanism_frequencies(utilities, epsilon, sensitivity):
     u = np.asarray(utilities)
     expected = np.exp(epsilon * u / (2 * sensitivity))
     expected /= expected.sum()
-    rng = np.random.default_rng(11)
+    rng = NoiseSource.seeded(11)
     N = 20000
     picks = np.empty(N, dtype=int)
     for k in range(N):
@@ -401,7 +402,7 @@ def test_exponential_mechanism_frequencies(utilities, epsilon, sensitivity):
 def test_exponential_mechanism_is_shift_invariant_and_handles_large_utilities():
     # Utilities of the order of 1e6 (mistake counts on a big data set) must not
     # overflow: only differences matter.
-    rng = np.random.default_rng(0)
+    rng = NoiseSource.seeded(0)
     _, p1 = exponential_mechanism([0.0, -2.0], 1.0, 1.0, rng)
     _, p2 = exponential_mechanism([-1e6, -1e6 - 2.0], 1.0, 1.0, rng)
     np.testing.assert_allclose(p1, p2, rtol=1e-9)
@@ -411,9 +412,9 @@ def test_exponential_mechanism_is_shift_invariant_and_handles_large_utilities():
 @pytest.mark.parametrize("bad", [[], [[0.0, 1.0]], [0.0, float("nan")], [float("inf"), 0.0]])
 def test_exponential_mechanism_rejects_bad_utilities(bad):
     with pytest.raises(ValueError, match="utilities"):
-        exponential_mechanism(bad, 1.0, 1.0, np.random.default_rng(0))
+        exponential_mechanism(bad, 1.0, 1.0, NoiseSource.seeded(0))
 
 
-def test_exponential_mechanism_needs_a_generator():
-    with pytest.raises(TypeError, match="Generator"):
+def test_exponential_mechanism_needs_a_noise_source():
+    with pytest.raises(TypeError, match="NoiseSource"):
         exponential_mechanism([0.0, 1.0], 1.0, 1.0, 0)

@@ -56,13 +56,13 @@ def test_row_norm_clipper_is_stateless_and_row_wise():
     np.testing.assert_allclose(full, one_by_one)
 
 
-def test_row_norm_clipper_warn():
+def test_row_norm_clipper_is_silent():
+    # How many rows were clipped depends on the data: inside a private pipeline's
+    # fit nothing may report it.
     X = [[3.0, 4.0], [0.1, 0.0]]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         RowNormClipper().fit_transform(X)
-    with pytest.warns(UserWarning, match="1 of 2 rows"):
-        RowNormClipper(warn=True).fit_transform(X)
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), "1"])

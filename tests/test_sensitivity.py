@@ -82,11 +82,11 @@ def test_minimiser_moves_at_most_2_over_n_alpha(loss, fit_intercept, data_norm, 
     worst = 0.0
     for _ in range(3):
         X, y = _raw_data(rng, n, d, data_norm)
-        Z = design_matrix(X, data_norm, fit_intercept, warn=False)
+        Z = design_matrix(X, data_norm, fit_intercept)
         assert np.all(np.linalg.norm(Z, axis=1) <= 1 + 1e-12)
         w = _minimiser(loss, Z, y, alpha)
         for X2, y2 in _neighbours(rng, X, y, w, data_norm):
-            Z2 = design_matrix(X2, data_norm, fit_intercept, warn=False)
+            Z2 = design_matrix(X2, data_norm, fit_intercept)
             w2 = _minimiser(loss, Z2, y2, alpha)
             distance = np.linalg.norm(w - w2)
             assert distance <= _bound(n, alpha), (distance, 2 / (n * alpha))
@@ -107,8 +107,8 @@ def test_bound_is_attained_so_the_check_is_sharp(fit_intercept):
     y = np.array([1.0, -1.0] * (n // 2))
     X2, y2 = X.copy(), y.copy()
     y2[0] = -1.0
-    Z = design_matrix(X, data_norm, fit_intercept, warn=False)
-    Z2 = design_matrix(X2, data_norm, fit_intercept, warn=False)
+    Z = design_matrix(X, data_norm, fit_intercept)
+    Z2 = design_matrix(X2, data_norm, fit_intercept)
     loss = HuberLoss(0.5)
     distance = np.linalg.norm(_minimiser(loss, Z, y, alpha) - _minimiser(loss, Z2, y2, alpha))
     assert distance == pytest.approx(2 / (n * alpha), rel=1e-9)
@@ -126,8 +126,8 @@ def test_unclipped_rows_break_the_bound():
     raw_distance = np.linalg.norm(_minimiser(loss, X, y, alpha) - _minimiser(loss, X2, y2, alpha))
     assert raw_distance > 2 / (n * alpha)
     clipped = np.linalg.norm(
-        _minimiser(loss, design_matrix(X, 1.0, False, warn=False), y, alpha)
-        - _minimiser(loss, design_matrix(X2, 1.0, False, warn=False), y2, alpha)
+        _minimiser(loss, design_matrix(X, 1.0, False), y, alpha)
+        - _minimiser(loss, design_matrix(X2, 1.0, False), y2, alpha)
     )
     assert clipped <= _bound(n, alpha)
 
@@ -145,7 +145,7 @@ def test_unscaled_intercept_column_breaks_the_bound():
     w, w2 = _minimiser(loss, naive, y, alpha), _minimiser(loss, naive, y2, alpha)
     distance = np.linalg.norm(w - w2)
     assert distance > 2 / (n * alpha)
-    Z = design_matrix(X, 1.0, True, warn=False)
+    Z = design_matrix(X, 1.0, True)
     distance = np.linalg.norm(_minimiser(loss, Z, y, alpha) - _minimiser(loss, Z, y2, alpha))
     assert distance <= _bound(n, alpha)
 
@@ -174,7 +174,7 @@ def test_sensitivity_property(X, data, loss, fit_intercept, alpha, data_norm):
     )
     X2, y2 = X.copy(), y.copy()
     X2[i], y2[i] = new_row, data.draw(st.sampled_from([-1.0, 1.0]))
-    Z = design_matrix(X, data_norm, fit_intercept, warn=False)
-    Z2 = design_matrix(X2, data_norm, fit_intercept, warn=False)
+    Z = design_matrix(X, data_norm, fit_intercept)
+    Z2 = design_matrix(X2, data_norm, fit_intercept)
     distance = np.linalg.norm(_minimiser(loss, Z, y, alpha) - _minimiser(loss, Z2, y2, alpha))
     assert distance <= _bound(n, alpha)

@@ -17,14 +17,15 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._losses import make_loss
+from .._random import noise_source, public_rng
 from .._validation import (
     INTERCEPT_SCALE,
-    check_classes,
     check_not_datetime,
     clip_rows,
+    resolve_classes,
     unscale_coef,
 )
-from ..linear_model._base import BaseDPLinearClassifier, fit_private_problems, make_generator
+from ..linear_model._base import BaseDPLinearClassifier, fit_private_problems
 
 __all__ = ["DPKernelClassifier", "sample_frequencies", "fourier_features"]
 
@@ -233,26 +234,36 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         strongly convex in every coordinate.
     data_norm : float, default=1.0
         Declared bound on the L2 norm of an input row. Rows above it are scaled
-        down to it (with a warning in ``fit``), in ``fit`` and in prediction,
+        down to it, silently, in ``fit`` and in prediction,
         before the map. The privacy guarantee does not depend on it (the features
         have norm 1 for any input); it fixes the input domain the kernel and
         ``gamma`` refer to. Choose it from domain knowledge, never from the data.
     tol : float, default=1e-10
         Bound on the gradient norm the solver must certify; the privacy noise
-        accounts for it, and a fit that cannot reach it fails without spending.
-    max_iter : int, default=1000
-        Maximum L-BFGS iterations before Newton polishing.
+        accounts for it. The solver always returns a point within ``tol / alpha``
+        of the exact minimiser (a slower fallback with a proven rate takes over
+        when the fast path cannot certify), so a fit does not fail on valid input.
     accountant : BudgetAccountant or None, default=None
         Ledger to charge. None means :func:`dpsk.default_accountant` at fit time.
         Cloning the estimator keeps the same ledger.
     n_jobs : int or None, default=None
         Workers for the one-vs-rest models (joblib).
-    random_state : int, Generator, SeedSequence, RandomState or None, default=None
-        Source of the frequencies and of the noise, split into two independent
-        child streams (the frequencies never depend on the data or on the noise).
-        None (the default) draws fresh OS entropy every fit. A fixed seed makes
-        fits reproducible, for tests and documentation only: a model whose seed is
-        known to an adversary is not private (the noise can be recomputed).
+    random_state : int or None, default=None
+        None (the default): the noise is read from the operating system's
+        cryptographically secure generator, and the public frequencies come from
+        a separate generator with its own fresh entropy, so publishing
+        ``random_weights_`` reveals nothing about the noise. An int makes both
+        reproducible, for tests and documentation only: a model whose seed is
+        known is not private (the noise can be recomputed). Generators,
+        ``RandomState`` and ``SeedSequence`` objects are refused, because the
+        saved model would carry them.
+    classes : array-like of shape (n_classes,) or None, default=None
+        The declared labels (at least two). They fix ``classes_``, the number of
+        one-vs-rest models and each model's share of epsilon, whatever ``y``
+        holds; labels of ``y`` outside them are refused before anything is
+        spent, and a declared class absent from ``y`` still gets its (mostly
+        noise) model. None reads them from ``y`` and warns, every fit, that the
+        fitted model then reveals which labels occur.
 
     Attributes
     ----------
@@ -269,8 +280,6 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         Number of input features seen in fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Feature names, when X has string column names.
-    n_iter_ : ndarray of shape (1,) or (n_classes,)
-        Solver iterations per binary model.
     privacy_spent_ : tuple of (float, float)
         The (epsilon, delta) this fit spent: ``(epsilon, 0.0)``.
 
@@ -310,8 +319,8 @@ class DPKernelClassifier(BaseDPLinearClassifier):
 
     def __init__(self, epsilon=1.0, kernel="rbf", gamma=1.0, n_components=100, alpha=1e-2,
                  loss="logistic", h=0.5, perturbation="objective", fit_intercept=True,
-                 data_norm=1.0, tol=1e-10, max_iter=1000, accountant=None, n_jobs=None,
-                 random_state=None):
+                 data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
+                 random_state=None, classes=None):
         self.epsilon = epsilon
         self.kernel = kernel
         self.gamma = gamma
@@ -323,10 +332,10 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         self.fit_intercept = fit_intercept
         self.data_norm = data_norm
         self.tol = tol
-        self.max_iter = max_iter
         self.accountant = accountant
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.classes = classes
 
     def _make_loss(self):
         return make_loss(self.loss, self.h)
@@ -334,23 +343,23 @@ class DPKernelClassifier(BaseDPLinearClassifier):
     def _validate_input(self, X, y):
         check_not_datetime(X)
         X, y = validate_data(self, X, y, dtype=np.float64)
-        return X, y, check_classes(y)
+        return X, y, resolve_classes(y, self.classes)
 
     def _release(self, data, *, epsilon, delta):
         X, y, classes = data
-        # Two independent child streams: the frequencies never see the data, and
-        # the noise draws do not depend on how many frequencies were drawn.
-        freq_rng, noise_rng = make_generator(self.random_state).spawn(2)
+        # The frequencies are published in random_weights_, so they come from a
+        # public generator with its own entropy, never from the noise source.
         random_weights = sample_frequencies(
-            self.kernel, self.gamma, (self.n_components + 1) // 2, X.shape[1], freq_rng
+            self.kernel, self.gamma, (self.n_components + 1) // 2, X.shape[1],
+            public_rng(self.random_state),
         )
         X = clip_rows(X, self.data_norm)
         Z = fourier_features(X, random_weights, n_components=self.n_components,
                              fit_intercept=self.fit_intercept)
         del X
-        W, n_iter = fit_private_problems(
+        W = fit_private_problems(
             Z, y, classes, self._make_loss(), epsilon, self.alpha,
-            self.perturbation, noise_rng, tol=self.tol, max_iter=self.max_iter,
+            self.perturbation, noise_source(self.random_state), tol=self.tol,
             n_jobs=self.n_jobs,
         )
         # The design rows are [phi, 1]/sqrt(2): map the weights back to phi and 1.
@@ -360,7 +369,6 @@ class DPKernelClassifier(BaseDPLinearClassifier):
             "random_weights_": random_weights,
             "coef_": coef,
             "intercept_": intercept,
-            "n_iter_": n_iter,
         }
 
     def decision_function(self, X):
@@ -384,7 +392,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         scores = np.empty((n, n_models))
         # Per row of a chunk: the features, the projections and the scores.
         for rows in gen_batches(n, _chunk_rows(n_columns + m + n_models)):
-            X_chunk = clip_rows(X[rows], self.data_norm, warn=False)
+            X_chunk = clip_rows(X[rows], self.data_norm)
             features = fourier_features(X_chunk, self.random_weights_, n_components=n_columns)
             np.matmul(features, self.coef_.T, out=scores[rows])
         scores += self.intercept_

@@ -12,41 +12,28 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._accounting import BudgetAccountant
 from .._mixin import PrivacyAccountingMixin
 from .._erm import private_erm
+from .._random import noise_source, validate_random_state
 from .._validation import (
     binary_targets,
-    check_classes,
     check_not_datetime,
     clip_rows,
     design_matrix,
+    resolve_classes,
     unscale_coef,
 )
 
-__all__ = ["BaseDPLinearClassifier", "fit_private_problems", "make_generator"]
-
-
-def make_generator(random_state):
-    """A ``numpy.random.Generator`` from a ``random_state`` parameter.
-
-    ``None`` draws fresh entropy from the operating system on every call, so two
-    fits never share noise. An int or SeedSequence gives reproducible noise, which
-    is for tests and documentation only: a model released together with a seed
-    known to an adversary is not private. A ``Generator`` is used as a source of
-    child streams (each call spawns new ones, never replaying a draw); a legacy
-    ``RandomState`` seeds a new Generator from its stream.
-    """
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**32, size=4, dtype=np.uint64))
-    return np.random.default_rng(random_state)
+__all__ = ["BaseDPLinearClassifier", "fit_private_problems"]
 
 
 def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng, *, tol,
-                         max_iter, n_jobs=None):
+                         n_jobs=None):
     """Fit the binary (or one-vs-rest) private models for ``classes``; total cost epsilon.
 
     One-vs-rest releases K models about the same rows; they compose sequentially,
-    so each gets ``epsilon / K``. Each draws its noise from its own child of
-    ``rng`` (spawned here, in the parent), so no two classes or joblib workers
-    share a draw.
+    so each gets ``epsilon / K``. K is ``len(classes)``, which is declared (or,
+    with ``classes=None``, public by choice), never the number of labels that
+    happen to occur. Each problem draws its noise from its own source (spawned
+    here, in the parent), so no two classes or joblib workers share a draw.
 
     Parameters
     ----------
@@ -55,30 +42,29 @@ def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng,
     y : ndarray of shape (n,)
         Original labels.
     classes : ndarray of shape (K,)
-        Sorted distinct labels, K >= 2.
-    loss, epsilon, alpha, perturbation, tol, max_iter
+        Sorted distinct labels, K >= 2. A class absent from ``y`` still gets its
+        model (trained on all-negative labels: mostly noise).
+    loss, epsilon, alpha, perturbation, tol
         As in :func:`dpsk._erm.private_erm`.
-    rng : numpy.random.Generator
-        Parent generator; only its spawned children are used.
+    rng : NoiseSource
+        Parent noise source; only its spawned children are used.
     n_jobs : int or None
         joblib workers over the binary problems.
 
     Returns
     -------
     W : ndarray of shape (1 or K, d)
-    n_iter : ndarray of shape (1 or K,)
     """
     targets = binary_targets(y, classes)
     epsilon_each = epsilon / len(targets)
     generators = rng.spawn(len(targets))
     results = Parallel(n_jobs=n_jobs)(
         delayed(private_erm)(
-            Z, t, loss, epsilon_each, alpha, perturbation, child, tol=tol, max_iter=max_iter
+            Z, t, loss, epsilon_each, alpha, perturbation, child, tol=tol
         )
         for t, child in zip(targets, generators)
     )
-    W = np.vstack([w for w, _ in results])
-    return W, np.array([n for _, n in results], dtype=np.int32)
+    return np.vstack(results)
 
 
 class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
@@ -91,10 +77,10 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         "fit_intercept": ["boolean"],
         "data_norm": [Interval(Real, 0, np.inf, closed="neither")],
         "tol": [Interval(Real, 0, np.inf, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
         "accountant": [BudgetAccountant, None],
         "n_jobs": [Integral, None],
-        "random_state": ["random_state", np.random.Generator, np.random.SeedSequence],
+        "random_state": [Interval(Integral, 0, None, closed="left"), None],
+        "classes": ["array-like", None],
     }
 
     def _make_loss(self):
@@ -118,25 +104,39 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         -------
         self : object
             Fitted estimator.
+
+        Raises
+        ------
+        ValueError, TypeError
+            Before anything is spent, for bad parameters and for input outside
+            the domain (non-finite or non-numeric features, wrong shapes, labels
+            outside the declared ``classes``).
+        dpsk.BudgetExceededError
+            Before anything is spent, when the ledger cannot afford the fit.
+        dpsk.PrivateFitError
+            If the release fails after the data was read; the budget is then
+            charged. The mechanisms are built not to fail on valid input.
         """
+        validate_random_state(self.random_state)
         self._validate_params()
         return self._fit_with_budget(self._validate_input, self._release, X, y)
 
     def _validate_input(self, X, y):
+        """Refuse input outside the domain (free); return ``(X, y, classes_)``."""
         check_not_datetime(X)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
-        return X, y, check_classes(y)
+        return X, y, resolve_classes(y, self.classes)
 
     def _release(self, data, *, epsilon, delta):
         X, y, classes = data
         Z = design_matrix(X, self.data_norm, self.fit_intercept)
-        W, n_iter = fit_private_problems(
+        W = fit_private_problems(
             Z, y, classes, self._make_loss(), epsilon, self.alpha, self.perturbation,
-            make_generator(self.random_state), tol=self.tol, max_iter=self.max_iter,
+            noise_source(self.random_state), tol=self.tol,
             n_jobs=self.n_jobs,
         )
         coef, intercept = unscale_coef(W, self.data_norm, self.fit_intercept)
-        return {"classes_": classes, "coef_": coef, "intercept_": intercept, "n_iter_": n_iter}
+        return {"classes_": classes, "coef_": coef, "intercept_": intercept}
 
     def decision_function(self, X):
         """Signed scores ``clip(X) @ coef_.T + intercept_``.
@@ -156,7 +156,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         check_is_fitted(self)
         check_not_datetime(X)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        X = clip_rows(X, self.data_norm, warn=False)
+        X = clip_rows(X, self.data_norm)
         scores = np.asarray(X @ self.coef_.T) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 

@@ -65,18 +65,18 @@ class DPHuberSVM(BaseDPLinearClassifier):
     }
 
     def __init__(self, epsilon=1.0, alpha=1e-3, perturbation="objective", fit_intercept=True,
-                 data_norm=1.0, tol=1e-10, max_iter=1000, accountant=None, n_jobs=None,
-                 random_state=None, h=0.5):
+                 data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
+                 random_state=None, h=0.5, classes=None):
         self.epsilon = epsilon
         self.alpha = alpha
         self.perturbation = perturbation
         self.fit_intercept = fit_intercept
         self.data_norm = data_norm
         self.tol = tol
-        self.max_iter = max_iter
         self.accountant = accountant
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.classes = classes
         self.h = h
 
     def _make_loss(self):

@@ -26,28 +26,39 @@ _SHARED_PARAMS_DOC = """
         objective stays strongly convex in every coordinate.
     data_norm : float, default=1.0
         Declared bound on the L2 norm of a row. Rows above it are scaled down to
-        it (with a warning), in ``fit`` and in prediction. Choose it from domain
+        it, in ``fit`` and in prediction, silently (a count of clipped rows would
+        be a noise-free statistic of the data). Choose it from domain
         knowledge: it is never derived from the data, which would leak.
     tol : float, default=1e-10
         Bound on the gradient norm the solver must certify. The privacy noise
         accounts for it (output perturbation adds ``2 tol / alpha`` to the
-        sensitivity; objective perturbation spends 1% of epsilon to cover it),
-        so a fit that cannot reach it fails rather than releasing.
-    max_iter : int, default=1000
-        Maximum L-BFGS iterations before Newton polishing.
+        sensitivity; objective perturbation spends 1% of epsilon to cover it).
+        The solver always returns a point within ``tol / alpha`` of the exact
+        minimiser (a slower fallback with a proven rate takes over when the fast
+        path cannot certify), so a fit does not fail on valid input.
     accountant : BudgetAccountant or None, default=None
         Ledger to charge. None means :func:`dpsk.default_accountant` at fit time.
         Cloning the estimator keeps the same ledger.
     n_jobs : int or None, default=None
         Workers for the one-vs-rest models (joblib).
-    random_state : int, Generator, SeedSequence, RandomState or None, default=None
-        Source of the noise. None (the default) draws fresh OS entropy every fit.
-        A fixed seed makes fits reproducible for tests and documentation only: a
-        model whose seed is known to an adversary is not private."""
+    random_state : int or None, default=None
+        None (the default) reads the noise from the operating system's
+        cryptographically secure generator, fresh at every fit, and keeps
+        nothing that could regenerate it. An int makes the noise reproducible,
+        for tests and documentation only: a model whose seed is known is not
+        private. Generators, ``RandomState`` and ``SeedSequence`` objects are
+        refused, because the saved model would carry them.
+    classes : array-like of shape (n_classes,) or None, default=None
+        The declared labels (at least two). They fix ``classes_``, the number of
+        one-vs-rest models and each model's share of epsilon, whatever ``y``
+        holds; labels of ``y`` outside them are refused before anything is
+        spent, and a declared class absent from ``y`` still gets its (mostly
+        noise) model. None reads them from ``y`` and warns, every fit, that the
+        fitted model then reveals which labels occur."""
 
 _SHARED_ATTRS_DOC = """
     classes_ : ndarray of shape (n_classes,)
-        Class labels.
+        The declared classes, sorted (or those of ``y`` with ``classes=None``).
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
         Weights on the user's features (rows are clipped to ``data_norm``).
     intercept_ : ndarray of shape (1,) or (n_classes,)
@@ -56,8 +67,6 @@ _SHARED_ATTRS_DOC = """
         Number of features seen in fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Feature names, when X has string column names.
-    n_iter_ : ndarray of shape (1,) or (n_classes,)
-        Solver iterations per binary model.
     privacy_spent_ : tuple of (float, float)
         The (epsilon, delta) this fit spent: ``(epsilon, 0.0)``."""
 
@@ -98,18 +107,18 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     """
 
     def __init__(self, epsilon=1.0, alpha=1e-3, perturbation="objective", fit_intercept=True,
-                 data_norm=1.0, tol=1e-10, max_iter=1000, accountant=None, n_jobs=None,
-                 random_state=None):
+                 data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
+                 random_state=None, classes=None):
         self.epsilon = epsilon
         self.alpha = alpha
         self.perturbation = perturbation
         self.fit_intercept = fit_intercept
         self.data_norm = data_norm
         self.tol = tol
-        self.max_iter = max_iter
         self.accountant = accountant
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.classes = classes
 
     def _make_loss(self):
         return LogisticLoss()

@@ -17,13 +17,14 @@ from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 from .._accounting import BudgetAccountant, _validate_cost
 from .._mixin import PrivacyAccountingMixin
 from .._mechanisms import exponential_mechanism
-from .._validation import check_classes, check_not_datetime
-from ..linear_model._base import make_generator
+from .._pipeline_check import _learning_parts
+from .._random import noise_source, public_rng, validate_random_state
+from .._validation import check_not_datetime, resolve_classes
 
 __all__ = ["DPGridSearch"]
 
 # Parameters of the inner estimator that the search owns.
-_RESERVED = ("epsilon", "accountant", "random_state")
+_RESERVED = ("epsilon", "accountant", "random_state", "classes")
 # Relative tolerance when comparing the inner estimator's declared cost with epsilon.
 _COST_RTOL = 1e-12
 
@@ -42,7 +43,7 @@ def _select_candidate(mistakes, epsilon, rng):
         Number of held-out mistakes of each candidate.
     epsilon : float
         Privacy parameter of the selection, > 0.
-    rng : numpy.random.Generator
+    rng : NoiseSource
 
     Returns
     -------
@@ -89,6 +90,38 @@ def _private_final_step(estimator, prefix=""):
             "search's guarantee void."
         )
     return prefix, estimator
+
+
+def _learned_steps(estimator, prefix=""):
+    """Names of the steps before the private one that learn from the data (nested too)."""
+    if not isinstance(estimator, Pipeline):
+        return []
+    found = [part for name, step in estimator.steps[:-1]
+             for part in _learning_parts(prefix + name, step)]
+    name, final = estimator.steps[-1]
+    return found + _learned_steps(final, f"{prefix}{name}__")
+
+
+def _validate_through(estimator, X, y):
+    """Run ``estimator``'s own domain checks on ``(X, y)``, through its pipeline steps.
+
+    Earlier steps are data-independent (checked before), so fitting clones of
+    them learns nothing; the private step's ``_validate_input`` then refuses input
+    outside its domain. Only whether the input is in the domain comes out.
+    """
+    while isinstance(estimator, Pipeline):
+        for _, step in estimator.steps[:-1]:
+            if step is not None and step != "passthrough":
+                X = clone(step).fit_transform(X, y)
+        estimator = estimator.steps[-1][1]
+    clone(estimator)._validate_input(X, y)
+
+
+def _derived_seed(random_state, *key):
+    """A reproducible int seed for an inner fit (None stays None: fresh secure noise)."""
+    if random_state is None:
+        return None
+    return int(np.random.SeedSequence([int(random_state), *key]).generate_state(1)[0])
 
 
 def _fit_and_count(candidate, X_train, y_train, X_hold, y_hold):
@@ -151,15 +184,19 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         :class:`~sklearn.pipeline.Pipeline` whose final step is one. The search
         overrides the inner ``epsilon`` (whatever it was) with its own
         ``epsilon``, gives every inner fit its own throwaway ``BudgetAccountant``
-        (so the search is charged once, here) and its own noise stream (a child
-        ``numpy.random.Generator`` as ``random_state``). Earlier pipeline steps
-        must be data-independent (``FunctionTransformer``, ``Normalizer``, ...):
-        a step that learns from the data (``StandardScaler``) is not private, and
-        the search warns about it.
+        (so the search is charged once, here) and its own noise (fresh secure
+        noise, or a seed derived from ``random_state``). Its ``classes`` are
+        used by every candidate; if they are None, the search reads them from
+        ``y`` once (with a :class:`~dpsk.ClassesFromDataWarning`) and declares
+        them to every candidate, so a part that lacks a class fits anyway.
+        Earlier pipeline steps must be data-independent
+        (``FunctionTransformer``, ``Normalizer``, ...): if any candidate has a
+        step that learns from the data (``StandardScaler``), the search refuses
+        to run unless ``allow_learned_steps=True``.
     param_grid : dict or list of dicts
         As in :class:`~sklearn.model_selection.ParameterGrid`; for a Pipeline use
-        ``<step>__<param>`` keys. It must not set ``epsilon``, ``accountant`` or
-        ``random_state`` of the private step (ValueError). Fixed in advance, not
+        ``<step>__<param>`` keys. It must not set ``epsilon``, ``accountant``,
+        ``random_state`` or ``classes`` of the private step (ValueError). Fixed in advance, not
         chosen by looking at the private data.
     epsilon : float, default=1.0
         Privacy parameter of the search, > 0 and finite. Each candidate is trained
@@ -169,19 +206,24 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         (total cost ``epsilon``). True: retrain the chosen parameters on all rows
         at ``epsilon`` (total cost ``2 * epsilon``).
     accountant : BudgetAccountant or None, default=None
-        Ledger charged once per successful search; None means
+        Ledger charged once per search; None means
         :func:`dpsk.default_accountant` at fit time. The budget is checked before
-        any data is read; a failed search spends nothing.
+        any data is read, and spent once the input has passed the domain checks:
+        a search that fails after that has still read the data, and is charged.
     n_jobs : int or None, default=None
-        joblib workers for the ``m`` candidate fits. Each candidate's noise comes
-        from a child generator spawned before the fits, so the result does not
-        depend on ``n_jobs``.
-    random_state : int, Generator, SeedSequence, RandomState or None, default=None
-        Source of the split, the selection and the inner noise. None draws fresh
-        OS entropy. A fixed seed (or a Generator whose state is shared) is for
-        tests and documentation only: a model whose seed is known to an adversary
-        is not private, so do not publish a search fitted with one together with
-        its parameters.
+        joblib workers for the ``m`` candidate fits.
+    random_state : int or None, default=None
+        None: the split comes from a public generator with its own fresh OS
+        entropy, and the selection and every candidate's noise from the operating
+        system's secure generator. An int makes everything reproducible, for
+        tests and documentation only: a search whose seed is known is not
+        private. Generators, ``RandomState`` and ``SeedSequence`` objects are
+        refused, because the fitted search would carry them.
+    allow_learned_steps : bool, default=False
+        Run even if a candidate pipeline has a step before the private one that
+        learns from the data (reported by :func:`dpsk.check_pipeline`). Such a
+        step's statistics are released without noise, so the search is then not
+        differentially private; the default refuses before reading any data.
 
     Attributes
     ----------
@@ -189,8 +231,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         The released model: the chosen candidate (``refit=False``) or its
         retrained version (``refit=True``). Its ``accountant`` is reset to this
         search's ``accountant``, so refitting it charges the user's ledger, and its
-        ``random_state`` to the inner estimator's own value: the generator that
-        drew its noise is not kept (holding it would let anyone redraw the noise).
+        ``random_state`` and ``classes`` to the inner estimator's own values.
     best_params_ : dict
         Parameters of the chosen candidate.
     best_index_ : int
@@ -209,11 +250,10 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     -----
     * One candidate: there is nothing to select. The search warns and trains it
       on all rows at ``epsilon`` (cost ``epsilon``, whatever ``refit`` says).
-    * Size checks: the search needs at least ``m + 1`` rows (a check on ``n`` and
-      ``m`` only). Each training part must also contain every class of ``y``,
-      otherwise a ValueError is raised before any fit and nothing is spent. That
-      check reads the labels, so whether it fails is itself a (small) leak about
-      the data: choose fewer candidates when classes are rare.
+    * Size check: the search needs at least ``m + 1`` rows (a check on ``n`` and
+      ``m`` only, made before anything is spent). Parts are not checked for
+      classes: the classes are declared to every candidate, so a part without
+      some class still fits (its model of that class is mostly noise).
     * No stratification. A split that balances labels across parts is a function
       of the labels, so which part a row falls into would depend on other rows'
       labels: changing one row's label could move several other rows between
@@ -248,11 +288,12 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         "refit": ["boolean"],
         "accountant": [BudgetAccountant, None],
         "n_jobs": [Integral, None],
-        "random_state": ["random_state", np.random.Generator, np.random.SeedSequence],
+        "random_state": [Interval(Integral, 0, None, closed="left"), None],
+        "allow_learned_steps": ["boolean"],
     }
 
     def __init__(self, estimator, param_grid, *, epsilon=1.0, refit=False, accountant=None,
-                 n_jobs=None, random_state=None):
+                 n_jobs=None, random_state=None, allow_learned_steps=False):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -260,6 +301,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         self.accountant = accountant
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.allow_learned_steps = allow_learned_steps
 
     # -- candidates -----------------------------------------------------------------
     def _candidate_params(self):
@@ -274,22 +316,40 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             if bad:
                 raise ValueError(
                     f"param_grid must not set {bad}: DPGridSearch sets the inner "
-                    "estimator's epsilon, accountant and random_state itself (tune the "
-                    "search's epsilon by choosing it, not by searching over it)."
+                    "estimator's epsilon, accountant, random_state and classes itself "
+                    "(tune the search's epsilon by choosing it, not by searching over it)."
                 )
         return candidates
 
-    def _make_candidate(self, params, random_state):
+    def _make_candidate(self, params, random_state, classes=None):
         """A fresh inner estimator with ``params``, the search's epsilon, a throwaway
-        ledger and ``random_state``."""
+        ledger, ``random_state`` and (when given) the declared ``classes``."""
         estimator = clone(self.estimator).set_params(**params)
         prefix, _ = _private_final_step(estimator)  # the grid may replace the step
-        estimator.set_params(**{
+        settings = {
             prefix + "epsilon": self.epsilon,
             prefix + "accountant": BudgetAccountant(),
             prefix + "random_state": random_state,
-        })
-        return estimator
+        }
+        if classes is not None:
+            settings[prefix + "classes"] = classes
+        return estimator.set_params(**settings)
+
+    def _refuse_learned_steps(self, candidates):
+        """Refuse (free: parameters only) candidates whose pipeline learns before the
+        private step, unless the user opted out."""
+        if self.allow_learned_steps:
+            return
+        for index, params in enumerate(candidates):
+            learned = _learned_steps(clone(self.estimator).set_params(**params))
+            if learned:
+                raise ValueError(
+                    f"Candidate {index} ({params}) has pipeline steps that learn from the "
+                    f"data before the private step: {learned}. Their fitted statistics "
+                    "would be released without noise, so DPGridSearch refuses to run. "
+                    "Replace them with data-independent steps (dpsk.preprocessing), or "
+                    "pass allow_learned_steps=True to run without a guarantee for them."
+                )
 
     def _inner_cost(self, estimator):
         """The (epsilon, delta) one fit of ``estimator`` declares, checked against ours."""
@@ -317,8 +377,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     def fit(self, X, y):
         """Run the private search and charge its cost to the accountant once.
 
-        The budget is checked before any data is read; the cost is spent only if
-        the whole search succeeds.
+        The budget is checked before any data is read, and spent once ``X`` and
+        ``y`` have passed the domain checks of every candidate.
 
         Parameters
         ----------
@@ -328,45 +388,49 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         Returns
         -------
         self : object
+
+        Raises
+        ------
+        ValueError, TypeError
+            Before anything is spent: bad parameters, candidates with learned
+            pipeline steps, fewer than ``m + 1`` rows, input outside the domain.
+        dpsk.BudgetExceededError
+            Before anything is spent.
+        dpsk.PrivateFitError
+            If the search fails after the data was read (charged).
         """
+        validate_random_state(self.random_state)
         self._validate_params()
+        self._refuse_learned_steps(self._candidate_params())
         return self._fit_with_budget(self._validate_input, self._release, X, y)
 
-    def _warn_learned_steps(self, estimator):
-        if not isinstance(estimator, Pipeline):
-            return
-        for name, step in estimator.steps[:-1]:
-            if step is None or step == "passthrough":
-                continue
-            if get_tags(step).requires_fit:
-                warnings.warn(
-                    f"Pipeline step {name!r} ({type(step).__name__}) learns from the data "
-                    "in fit. DPGridSearch's privacy guarantee covers only the final dpsk "
-                    "step: earlier steps must be data-independent (FunctionTransformer, "
-                    "Normalizer, fixed encoders).",
-                    UserWarning,
-                    stacklevel=3,
-                )
-
     def _validate_input(self, X, y):
+        """Domain checks, free: shapes, then each candidate's own checks; the classes."""
+        candidates = self._candidate_params()
         X, y = indexable(X, y)
-        # Shape checks only (empty data, 1-d X, ...); the inner estimator validates
-        # its own input, so X itself is passed on unchanged (DataFrames keep names).
         check_not_datetime(X)
         check_array(X, accept_sparse=True, dtype=None, ensure_all_finite=False)
         y = column_or_1d(y, warn=True)
-        return X, y, check_classes(y)
+        n, m = y.shape[0], len(candidates)
+        if m > 1 and n < m + 1:  # depends on n and m only
+            raise ValueError(
+                f"DPGridSearch with {m} candidates splits the data into {m + 1} parts "
+                f"and needs at least {m + 1} rows; got {n}. Use fewer candidates."
+            )
+        _, final = _private_final_step(self.estimator)
+        classes = resolve_classes(y, final.get_params(deep=False)["classes"])
+        for params in candidates:
+            _validate_through(self._make_candidate(params, None, classes), X, y)
+        return X, y, classes
 
     def _release(self, data, *, epsilon, delta):
         X, y, classes = data
         candidates = self._candidate_params()
         m = len(candidates)
-        n = y.shape[0]  # indexable() checked that X has as many rows
+        seed = self.random_state
 
-        # Spawn every stream before any fit: split, selection, refit, one per candidate.
-        rng = make_generator(self.random_state)
-        split_rng, select_rng, refit_rng, *candidate_rngs = rng.spawn(m + 3)
-        self._warn_learned_steps(self._make_candidate(candidates[0], None))
+        def candidate(params, *key):
+            return self._make_candidate(params, _derived_seed(seed, *key), classes)
 
         if m == 1:
             warnings.warn(
@@ -375,29 +439,16 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                 UserWarning,
                 stacklevel=3,
             )
-            best = self._make_candidate(candidates[0], refit_rng)
+            best = candidate(candidates[0], 0)
             best.fit(X, y)
             self._check_spent(best, epsilon, delta)
             return self._fitted(best, candidates, 0)
 
-        if n < m + 1:  # depends on n and m only
-            raise ValueError(
-                f"DPGridSearch with {m} candidates splits the data into {m + 1} parts "
-                f"and needs at least {m + 1} rows; got {n}. Use fewer candidates."
-            )
-        parts = _split_parts(n, m + 1, split_rng)
-        # Reads the labels: a failure here is data-dependent (documented).
-        for part in parts[:-1]:
-            if np.unique(y[part]).size < classes.size:
-                raise ValueError(
-                    f"With {m} candidates each of the {m} training parts has about "
-                    f"{n // (m + 1)} rows, and at least one of them lacks a class of y. "
-                    "Use fewer candidates or more data. (This check reads the labels; "
-                    "nothing was fitted or spent.)"
-                )
+        # The split is public randomness: its own generator, never the noise source.
+        parts = _split_parts(y.shape[0], m + 1, public_rng(seed))
         held_out = parts[-1]
         X_hold, y_hold = _safe_indexing(X, held_out), y[held_out]
-        estimators = [self._make_candidate(p, r) for p, r in zip(candidates, candidate_rngs)]
+        estimators = [candidate(p, 1, i) for i, p in enumerate(candidates)]
         results = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit_and_count)(
                 est, _safe_indexing(X, part), y[part], X_hold, y_hold
@@ -410,11 +461,11 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         fitted = [est for est, _ in results]
         for est in fitted:
             self._check_spent(est, fit_eps, fit_delta)
-        index = _select_candidate([z for _, z in results], fit_eps, select_rng)
+        index = _select_candidate([z for _, z in results], fit_eps, noise_source(seed))
         del results  # the counts are not private: keep them out of reach
 
         if self.refit:
-            best = self._make_candidate(candidates[index], refit_rng)
+            best = candidate(candidates[index], 2)
             best.fit(X, y)
             self._check_spent(best, fit_eps, fit_delta)
         else:
@@ -439,10 +490,10 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             # Refitting the released model must charge the user's ledger, not the
             # throwaway one.
             prefix + "accountant": self.accountant,
-            # The child Generator that drew the noise must not travel with the model:
-            # anyone holding it (e.g. in a pickle) could redraw the noise and remove
-            # it. Put back the user's own setting.
+            # The derived seed of a seeded search must not travel with the model;
+            # put back the user's own settings.
             prefix + "random_state": user_final.get_params(deep=False)["random_state"],
+            prefix + "classes": user_final.get_params(deep=False)["classes"],
         })
         fitted = {
             "best_estimator_": best,

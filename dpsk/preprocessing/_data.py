@@ -30,10 +30,6 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Declared bound on the L2 norm of a row, > 0. Choose it from domain
         knowledge; a bound read off the data (such as the largest row norm)
         would itself leak, which is why this transformer has no option to do so.
-    warn : bool, default=False
-        Warn (with the count of clipped rows) when ``transform`` clips any row.
-        Off by default because in a pipeline the warning would repeat at every
-        prediction; note that the count is data-dependent and not private.
 
     Attributes
     ----------
@@ -66,12 +62,10 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     _parameter_constraints = {
         "data_norm": [Interval(Real, 0, np.inf, closed="neither")],
-        "warn": ["boolean"],
     }
 
-    def __init__(self, data_norm=1.0, warn=False):
+    def __init__(self, data_norm=1.0):
         self.data_norm = data_norm
-        self.warn = warn
 
     def fit(self, X, y=None):
         """Check ``X`` and record its number of features; nothing is learned.
@@ -106,7 +100,7 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         # transform works unfitted (the step is stateless), so validate here too.
         self._validate_params()
         X = validate_data(self, X, accept_sparse="csr", dtype=FLOAT_DTYPES, reset=False)
-        clipped = clip_rows(X, self.data_norm, warn=self.warn)
+        clipped = clip_rows(X, self.data_norm)
         if clipped is X:  # nothing clipped: still hand out a new array, never an alias
             clipped = X.copy()
         if sp.issparse(X):
