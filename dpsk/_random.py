@@ -143,23 +143,32 @@ class NoiseSource:
         return "NoiseSource.secure()" if self.is_secure else "NoiseSource.seeded(...)"
 
 
+class InvalidRandomStateError(TypeError, ValueError):
+    """A ``random_state`` that is neither None nor an int >= 0.
+
+    A subclass of both TypeError and ValueError, like scikit-learn's
+    ``InvalidParameterError``, so either ``except`` clause catches it.
+    """
+
+
 def validate_random_state(random_state, name="random_state"):
     """Refuse any ``random_state`` other than None or a non-negative int.
 
     Raises
     ------
-    TypeError
-        For Generators, RandomState and SeedSequence objects and other types.
-    ValueError
-        For negative ints.
+    InvalidRandomStateError
+        For Generators, RandomState and SeedSequence objects, other types and
+        negative ints.
     """
     if random_state is None:
         return
     if isinstance(random_state, Integral) and not isinstance(random_state, bool):
         if random_state < 0:
-            raise ValueError(f"{name} must be None or an int >= 0, got {random_state!r}.")
+            raise InvalidRandomStateError(
+                f"{name} must be None or an int >= 0, got {random_state!r}."
+            )
         return
-    raise TypeError(
+    raise InvalidRandomStateError(
         f"{name} must be None (fresh secure noise: the only setting for a model you "
         "release) or an int >= 0 (reproducible noise for tests and documentation, not "
         f"private); got {type(random_state).__name__}. numpy Generators, RandomState and "

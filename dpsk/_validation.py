@@ -188,7 +188,7 @@ def check_classes(y):
         ) from None
     if classes.size < 2:
         raise ValueError(
-            "y contains a single class and classes=None, so the model would have one "
+            "y contains only one class and classes=None, so the model would have one "
             "class. Declare the classes, e.g. classes=[0, 1], to fit anyway."
         )
     return classes

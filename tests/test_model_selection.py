@@ -12,6 +12,7 @@ from sklearn.preprocessing import FunctionTransformer, Normalizer, StandardScale
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dpsk import BudgetAccountant, BudgetExceededError, DPHuberSVM, DPLogisticRegression
+from dpsk._random import NoiseSource
 from dpsk.model_selection import DPGridSearch
 from dpsk.model_selection import _search
 from dpsk.model_selection._search import _select_candidate, _split_parts
@@ -46,7 +47,7 @@ def test_selection_follows_exponential_mechanism():
     """
     z = np.array([10, 11, 12, 14, 10, 17])
     epsilon = 0.8
-    rng = np.random.default_rng(12345)
+    rng = NoiseSource.seeded(12345)
     n_draws = 20000
     draws = np.array([_select_candidate(z, epsilon, rng) for _ in range(n_draws)])
     expected_p = np.exp(-epsilon * z / 2.0)
@@ -59,7 +60,7 @@ def test_selection_follows_exponential_mechanism():
 
 
 def test_selection_is_exact_for_large_gaps():
-    rng = np.random.default_rng(0)
+    rng = NoiseSource.seeded(0)
     picks = {_select_candidate([0, 10_000, 10_000], 1.0, rng) for _ in range(50)}
     assert picks == {0}
 
@@ -264,11 +265,12 @@ def test_candidates_get_independent_noise(data, monkeypatch):
 def test_pipeline_inner_estimator(data):
     X, y = data
     acc = BudgetAccountant()
-    pipe = Pipeline([("norm", Normalizer()), ("clf", DPLogisticRegression())])
+    pipe = Pipeline([("norm", Normalizer()), ("clf", DPLogisticRegression(classes=[0, 1]))])
     search = DPGridSearch(pipe, {"clf__alpha": [1e-2, 1e-1]}, epsilon=0.5, accountant=acc,
                           random_state=0)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # Normalizer is data-independent: no warning
+        # Normalizer is data-independent and the classes are declared: no warning.
+        warnings.simplefilter("error")
         search.fit(X, y)
     assert acc.spends == [(0.5, 0.0)]
     assert isinstance(search.best_estimator_, Pipeline)
@@ -285,12 +287,38 @@ def test_pipeline_grid_can_swap_the_private_step(data):
     assert search.best_estimator_[-1].epsilon == 1.0
 
 
-def test_pipeline_with_learned_step_warns(data):
+def test_pipeline_with_learned_step_is_refused_before_spending(data):
     X, y = data
+    acc = BudgetAccountant()
     pipe = make_pipeline(StandardScaler(), DPLogisticRegression())
-    with pytest.warns(UserWarning, match="learns from the data"):
-        DPGridSearch(pipe, {"dplogisticregression__alpha": [1e-2, 1e-1]},
-                     random_state=0).fit(X, y)
+    search = DPGridSearch(pipe, {"dplogisticregression__alpha": [1e-2, 1e-1]},
+                          accountant=acc, random_state=0)
+    with pytest.raises(ValueError, match=r"learn from the data.*\['standardscaler'\]"):
+        search.fit(X, y)
+    assert acc.spends == [] and not hasattr(search, "best_estimator_")
+    # The user may waive the guarantee for that step explicitly.
+    search.set_params(allow_learned_steps=True).fit(X, y)
+    assert acc.total() == (1.0, 0.0)
+
+
+def test_every_candidate_is_checked_for_learned_steps(data):
+    # The audit's case: the first candidate is harmless, a later one leaks.
+    X, y = data
+    acc = BudgetAccountant()
+    pipe = Pipeline([("pre", FunctionTransformer()), ("clf", DPLogisticRegression())])
+    search = DPGridSearch(pipe, {"pre": [FunctionTransformer(), StandardScaler()]},
+                          accountant=acc)
+    with pytest.raises(ValueError, match=r"Candidate 1 .*\['pre'\]"):
+        search.fit(X, y)
+    assert acc.spends == []
+
+
+def test_nested_pipeline_learned_step_is_found(data):
+    X, y = data
+    inner = make_pipeline(StandardScaler(), DPLogisticRegression())
+    pipe = Pipeline([("norm", Normalizer()), ("model", inner)])
+    with pytest.raises(ValueError, match="model__standardscaler"):
+        DPGridSearch(pipe, {"model__dplogisticregression__alpha": [0.1, 1.0]}).fit(X, y)
 
 
 def test_search_inside_pipeline(data):
@@ -341,15 +369,35 @@ def test_too_many_candidates_for_rows(data):
     assert acc.spends == []
 
 
-def test_part_missing_a_class(data):
+@pytest.mark.parametrize("n_rare", [0, 1, 2])
+def test_rare_or_absent_class_fits_with_declared_classes(data, n_rare):
+    # The old per-part "every class present" check succeeded or failed depending
+    # on the labels, for free: a noise-free bit. With declared classes every
+    # candidate fits whatever its part holds, and the search always spends.
     X, y = data
     acc = BudgetAccountant()
     y_rare = np.zeros_like(y)
-    y_rare[:2] = 1  # two positives cannot reach three training parts
-    RecordingDPLogisticRegression.log = []
-    with pytest.raises(ValueError, match="lacks a class"):
-        make_search(estimator=RecordingDPLogisticRegression(), accountant=acc).fit(X, y_rare)
-    assert acc.spends == [] and RecordingDPLogisticRegression.log == []
+    y_rare[:n_rare] = 1
+    search = make_search(estimator=DPLogisticRegression(classes=[0, 1]), accountant=acc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        search.fit(X, y_rare)
+    assert acc.spends == [(1.0, 0.0)]
+    np.testing.assert_array_equal(search.classes_, [0, 1])
+    assert search.best_estimator_.coef_.shape == (1, X.shape[1])
+
+
+def test_classes_none_is_read_once_and_declared_to_every_candidate(data):
+    from dpsk._validation import ClassesFromDataWarning
+
+    X, y = data
+    y3 = np.where(np.arange(len(y)) < 3, 2, y)  # class 2 is in three rows only
+    with pytest.warns(ClassesFromDataWarning) as record:
+        search = make_search().fit(X, y3)
+    assert len([w for w in record if w.category is ClassesFromDataWarning]) == 1
+    np.testing.assert_array_equal(search.classes_, [0, 1, 2])
+    # The released model keeps the user's own setting.
+    assert search.best_estimator_.classes is None
 
 
 @pytest.mark.parametrize("epsilon", [0.0, -1.0, np.nan, np.inf, "1"])
@@ -391,20 +439,8 @@ def test_pipeline_grid_may_not_set_reserved_params(data):
 
 
 # -- scikit-learn's estimator checks --------------------------------------------------
-_TOO_SMALL = (
-    "the check fits 3 classes on {n} rows; DPGridSearch with 2 candidates splits them into "
-    "3 parts of ~{k} rows and refuses (ValueError before any fit) because a training part "
-    "lacks a class"
-)
-
-
 @parametrize_with_checks(
     [DPGridSearch(DPLogisticRegression(), {"alpha": [1e-2, 1e-1]}, random_state=0)],
-    expected_failed_checks=lambda est: {
-        "check_f_contiguous_array_estimator": _TOO_SMALL.format(n=20, k=7),
-        "check_fit2d_1feature": _TOO_SMALL.format(n=10, k=3)
-        + " (the check accepts only an error that names the feature count)",
-    },
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -401,7 +401,15 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         """
         validate_random_state(self.random_state)
         self._validate_params()
-        self._refuse_learned_steps(self._candidate_params())
+        candidates = self._candidate_params()
+        self._refuse_learned_steps(candidates)
+        if len(candidates) == 1:  # depends on the grid only
+            warnings.warn(
+                "param_grid has a single candidate: there is nothing to select, so "
+                "DPGridSearch trains it on all rows at epsilon (cost epsilon).",
+                UserWarning,
+                stacklevel=2,
+            )
         return self._fit_with_budget(self._validate_input, self._release, X, y)
 
     def _validate_input(self, X, y):
@@ -411,14 +419,14 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         check_not_datetime(X)
         check_array(X, accept_sparse=True, dtype=None, ensure_all_finite=False)
         y = column_or_1d(y, warn=True)
+        _, final = _private_final_step(self.estimator)
+        classes = resolve_classes(y, final.get_params(deep=False)["classes"])
         n, m = y.shape[0], len(candidates)
         if m > 1 and n < m + 1:  # depends on n and m only
             raise ValueError(
                 f"DPGridSearch with {m} candidates splits the data into {m + 1} parts "
                 f"and needs at least {m + 1} rows; got {n}. Use fewer candidates."
             )
-        _, final = _private_final_step(self.estimator)
-        classes = resolve_classes(y, final.get_params(deep=False)["classes"])
         for params in candidates:
             _validate_through(self._make_candidate(params, None, classes), X, y)
         return X, y, classes
@@ -433,12 +441,6 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             return self._make_candidate(params, _derived_seed(seed, *key), classes)
 
         if m == 1:
-            warnings.warn(
-                "param_grid has a single candidate: there is nothing to select, so "
-                "DPGridSearch trains it on all rows at epsilon (cost epsilon).",
-                UserWarning,
-                stacklevel=3,
-            )
             best = candidate(candidates[0], 0)
             best.fit(X, y)
             self._check_spent(best, epsilon, delta)

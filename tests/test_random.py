@@ -1,0 +1,119 @@
+"""The noise source and the random_state rules (dpsk/_random.py)."""
+
+import pickle
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpsk._random import (
+    InvalidRandomStateError,
+    NoiseSource,
+    noise_source,
+    public_rng,
+    validate_random_state,
+)
+
+#: Significance of each goodness-of-fit test: a correct sampler fails one with
+#: probability 1e-3 for a fresh seed; the seeds here are fixed.
+SIGNIFICANCE = 1e-3
+
+
+@pytest.fixture(params=["secure", "seeded"])
+def source(request):
+    return NoiseSource.secure() if request.param == "secure" else NoiseSource.seeded(2026)
+
+
+def test_uniforms_are_strictly_inside_the_unit_interval(source):
+    u = source.random(100_000)
+    assert u.min() > 0.0 and u.max() < 1.0
+    assert stats.kstest(u, "uniform").pvalue > SIGNIFICANCE
+    # 1 - u is exact, which the two-sided gamma inversion relies on.
+    np.testing.assert_array_equal(1.0 - (1.0 - u), u)
+
+
+def test_standard_normal_law(source):
+    x = source.standard_normal(20_000)
+    assert stats.kstest(x, "norm").pvalue > SIGNIFICANCE
+
+
+@pytest.mark.parametrize("shape", [1.0, 2.0, 30.0, 1000.0])
+def test_gamma_law(source, shape):
+    x = source.gamma(shape, scale=0.7, size=8000)
+    assert stats.kstest(x, stats.gamma(a=shape, scale=0.7).cdf).pvalue > SIGNIFICANCE
+
+
+def test_gamma_test_has_power_against_a_ten_percent_scale_error():
+    # The end-to-end calibration tests rest on this: 8000 draws tell a scale
+    # 10% off from the right one.
+    x = NoiseSource.seeded(5).gamma(30.0, scale=1.0, size=8000)
+    assert stats.kstest(x, stats.gamma(a=30.0, scale=0.9).cdf).pvalue < 1e-6
+
+
+def test_choice_frequencies(source):
+    p = np.array([0.5, 0.3, 0.15, 0.05])
+    picks = np.array([source.choice(4, p) for _ in range(20_000)])
+    observed = np.bincount(picks, minlength=4)
+    assert stats.chisquare(observed, 20_000 * p).pvalue > SIGNIFICANCE
+
+
+def test_secure_source_has_no_state_to_store_or_replay():
+    a, b = NoiseSource.secure(), NoiseSource.secure()
+    assert a.is_secure and not NoiseSource.seeded(0).is_secure
+    assert not np.array_equal(a.random(8), b.random(8))
+    # Pickling (joblib sends one-vs-rest problems to workers this way) carries
+    # nothing: the copy is a new secure source reading its own entropy.
+    copy = pickle.loads(pickle.dumps(a))
+    assert copy.is_secure and copy.__dict__ == {"_seed_sequence": None, "_stream": None}
+    assert b"PCG64" not in pickle.dumps(a) and b"SeedSequence" not in pickle.dumps(a)
+
+
+def test_seeded_source_reproduces_and_spawns_independent_children():
+    a, b = NoiseSource.seeded(7), NoiseSource.seeded(7)
+    np.testing.assert_array_equal(a.standard_normal(5), b.standard_normal(5))
+    children = NoiseSource.seeded(7).spawn(3)
+    draws = [child.random() for child in children]
+    assert len(set(draws)) == 3
+    again = [child.random() for child in NoiseSource.seeded(7).spawn(3)]
+    assert draws == again
+
+
+def test_noise_and_public_streams_of_one_seed_differ():
+    # With an int seed the published frequencies and the noise must still come
+    # from different streams, so publishing one says nothing about the other.
+    public = public_rng(3).random(4)
+    noise = noise_source(3).random(4)
+    assert not np.allclose(public, noise)
+    np.testing.assert_array_equal(public_rng(3).random(4), public)
+    assert noise_source(None).is_secure
+    # Fresh public entropy for None, each time.
+    assert not np.array_equal(public_rng(None).random(4), public_rng(None).random(4))
+
+
+@pytest.mark.parametrize("good", [None, 0, 7, 2**40, np.int64(3)])
+def test_valid_random_states(good):
+    validate_random_state(good)
+
+
+@pytest.mark.parametrize("bad", [
+    np.random.default_rng(0), np.random.RandomState(0), np.random.SeedSequence(0),
+    np.random.PCG64(0), "0", 1.5, True,
+])
+def test_stateful_or_odd_random_states_are_refused(bad):
+    with pytest.raises(InvalidRandomStateError, match="redraw the noise"):
+        validate_random_state(bad)
+    # Both except clauses catch it, as with scikit-learn's parameter errors.
+    assert issubclass(InvalidRandomStateError, TypeError)
+    assert issubclass(InvalidRandomStateError, ValueError)
+
+
+def test_negative_seed_is_refused():
+    with pytest.raises(InvalidRandomStateError, match=">= 0"):
+        validate_random_state(-1)
+
+
+def test_gamma_rejects_bad_parameters():
+    with pytest.raises(ValueError):
+        NoiseSource.seeded(0).gamma(0.0)
+    with pytest.raises(ValueError):
+        NoiseSource.seeded(0).gamma(1.0, scale=np.inf)
