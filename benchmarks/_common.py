@@ -75,8 +75,13 @@ def fold_ids(folds, n):
 
 
 def seed_for(*parts):
-    """A reproducible SeedSequence for one (seed, fold, run, config...) cell."""
-    return np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts])
+    """A reproducible int seed for one (seed, fold, run, config...) cell.
+
+    dpsk takes only None or an int as ``random_state`` (a seeded model is not
+    private; benchmarks seed for reproducibility only).
+    """
+    sequence = np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts])
+    return int(sequence.generate_state(1)[0])
 
 
 def log10_label(alpha):

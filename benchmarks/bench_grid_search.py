@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from dpsk import BudgetAccountant, DPLogisticRegression
+from dpsk._random import NoiseSource
 from dpsk.datasets import load_adult
 from dpsk.model_selection import DPGridSearch
 from dpsk.model_selection._search import _select_candidate, _split_parts
@@ -47,6 +48,11 @@ ALPHAS = [10.0**-k for k in range(1, 6)]
 EPSILONS = [0.1, 0.5, 1.0]
 DELTA = 0.05  # failure probability in Theorem 9's bound
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def _int_seed(rng):
+    """dpsk takes an int seed (reproducible, not private), never a Generator."""
+    return int(rng.integers(2**31))
 
 
 def _model(alpha, epsilon, random_state):
@@ -63,10 +69,10 @@ def _replay_algorithm4(X, y, X_test, y_test, epsilon, rng):
     hold = parts[-1]
     test_err, z = [], []
     for alpha, part, child in zip(ALPHAS, parts[:-1], fit_rngs):
-        clf = _model(alpha, epsilon, child).fit(X[part], y[part])
+        clf = _model(alpha, epsilon, _int_seed(child)).fit(X[part], y[part])
         z.append(int(np.sum(clf.predict(X[hold]) != y[hold])))
         test_err.append(float(np.mean(clf.predict(X_test) != y_test)))
-    chosen = _select_candidate(z, epsilon, select_rng)
+    chosen = _select_candidate(z, epsilon, NoiseSource.seeded(_int_seed(select_rng)))
     return test_err, z, chosen, len(hold)
 
 
@@ -87,9 +93,9 @@ def run(reps, epsilons, seed=0, log=print):
             grid = {"alpha": ALPHAS}
             base = DPLogisticRegression(fit_intercept=False, perturbation="objective")
             tuned = DPGridSearch(base, grid, epsilon=epsilon, accountant=acc,
-                                 random_state=search_rng).fit(X_tr, y_tr)
-            tuned_refit = DPGridSearch(base, grid, epsilon=epsilon, refit=True,
-                                       accountant=acc, random_state=refit_rng).fit(X_tr, y_tr)
+                                 random_state=_int_seed(search_rng)).fit(X_tr, y_tr)
+            tuned_refit = DPGridSearch(base, grid, epsilon=epsilon, refit=True, accountant=acc,
+                                       random_state=_int_seed(refit_rng)).fit(X_tr, y_tr)
             assert acc.spends == [(epsilon, 0.0), (2 * epsilon, 0.0)]
             cand_err, z, chosen, n_hold = _replay_algorithm4(
                 X_tr, y_tr, X_te, y_te, epsilon, replay_rng)
