@@ -9,6 +9,7 @@ from ._accounting import BudgetAccountant, BudgetExceededError, default_accounta
 from ._mixin import PrivacyAccountingMixin, PrivateFitError
 from ._pipeline_check import check_pipeline, warn_if_pipeline_leaks
 from ._solver import SolverError
+from ._validation import ClassesFromDataWarning
 from .kernel import DPKernelClassifier
 from .linear_model import DPHuberSVM, DPLogisticRegression
 from .model_selection import DPGridSearch
@@ -22,6 +23,7 @@ __all__ = [
     "PrivateFitError",
     "default_accountant",
     "SolverError",
+    "ClassesFromDataWarning",
     "check_pipeline",
     "warn_if_pipeline_leaks",
     "DPLogisticRegression",

@@ -302,7 +302,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
     >>> from dpsk.kernel import DPKernelClassifier
     >>> X, y = make_circles(n_samples=5000, noise=0.05, factor=0.5, random_state=0)
     >>> acc = BudgetAccountant(epsilon=1.0)
-    >>> clf = DPKernelClassifier(epsilon=1.0, gamma=3.0, accountant=acc)
+    >>> clf = DPKernelClassifier(epsilon=1.0, gamma=3.0, classes=[0, 1], accountant=acc)
     >>> clf = clf.fit(X / 1.5, y)
     >>> acc.total()
     (1.0, 0.0)

@@ -54,7 +54,7 @@ class DPHuberSVM(BaseDPLinearClassifier):
     >>> from dpsk import DPHuberSVM
     >>> from dpsk.datasets import load_adult
     >>> X, y = load_adult(return_X_y=True, preprocess=True)
-    >>> svm = DPHuberSVM(epsilon=0.5, alpha=1e-3, random_state=0).fit(X, y)
+    >>> svm = DPHuberSVM(epsilon=0.5, alpha=1e-3, classes=[0, 1]).fit(X, y)
     >>> svm.privacy_spent_
     (0.5, 0.0)
     """

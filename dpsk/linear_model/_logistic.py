@@ -101,7 +101,8 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     >>> from dpsk.datasets import load_adult
     >>> X, y = load_adult(return_X_y=True, preprocess=True)
     >>> acc = BudgetAccountant(epsilon=1.0)
-    >>> clf = DPLogisticRegression(epsilon=0.1, alpha=1e-3, accountant=acc).fit(X, y)
+    >>> clf = DPLogisticRegression(epsilon=0.1, alpha=1e-3, classes=[0, 1],
+    ...                            accountant=acc).fit(X, y)
     >>> acc.total()
     (0.1, 0.0)
     """

@@ -274,7 +274,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     >>> from dpsk.model_selection import DPGridSearch
     >>> X, y = load_adult(return_X_y=True, preprocess=True)
     >>> acc = BudgetAccountant(epsilon=1.0)
-    >>> search = DPGridSearch(DPLogisticRegression(fit_intercept=False),
+    >>> search = DPGridSearch(DPLogisticRegression(fit_intercept=False, classes=[0, 1]),
     ...                       {"alpha": [1e-4, 1e-3, 1e-2, 1e-1]}, epsilon=1.0,
     ...                       accountant=acc, random_state=0).fit(X, y)
     >>> acc.total()
