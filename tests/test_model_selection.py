@@ -453,3 +453,14 @@ def test_dataframe_input_keeps_feature_names(data):
     search = make_search().fit(df, pd.Series(y))
     assert list(search.feature_names_in_) == list(df.columns)
     assert search.predict(df).shape == y.shape
+
+
+def test_inner_generator_random_state_is_refused(data):
+    # best_estimator_ gets the inner estimator's random_state back: a Generator
+    # there would ride along in the released model's pickle.
+    X, y = data
+    acc = BudgetAccountant()
+    inner = DPLogisticRegression(random_state=np.random.default_rng(0))
+    with pytest.raises(TypeError, match="inner estimator's random_state"):
+        make_search(estimator=inner, accountant=acc).fit(X, y)
+    assert acc.spends == []

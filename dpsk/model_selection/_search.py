@@ -401,6 +401,11 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         """
         validate_random_state(self.random_state)
         self._validate_params()
+        # The released model gets the inner estimator's own random_state back, so
+        # it must obey the same rule (no Generator riding along in the pickle).
+        _, final = _private_final_step(self.estimator)
+        validate_random_state(final.get_params(deep=False)["random_state"],
+                              name="the inner estimator's random_state")
         candidates = self._candidate_params()
         self._refuse_learned_steps(candidates)
         if len(candidates) == 1:  # depends on the grid only
