@@ -25,7 +25,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 __all__ = ["row_norms", "clip_rows", "design_matrix", "unscale_coef", "check_classes",
            "resolve_classes", "check_not_datetime", "binary_targets",
-           "ClassesFromDataWarning"]
+           "ClassesFromDataWarning", "values_withheld"]
 
 
 class ClassesFromDataWarning(UserWarning):
@@ -151,6 +151,43 @@ def unscale_coef(W, data_norm, fit_intercept):
     if fit_intercept:
         return W[:, :-1] * (INTERCEPT_SCALE / data_norm), W[:, -1] * INTERCEPT_SCALE
     return W / data_norm, np.zeros(W.shape[0])
+
+
+_NOT_A_NUMBER = (
+    "X contains a value that is not a real number (the argument must be a string or a "
+    "number that converts to a real number). Convert such columns to numbers before "
+    "fitting. The value is not shown: it is training data."
+)
+
+
+def values_withheld(check, *args, **kwargs):
+    """Call ``check(*args, **kwargs)``; refuse its out-of-domain input without quoting it.
+
+    numpy's and scikit-learn's messages can quote the data: ``could not convert
+    string to float: '<cell>'``, or a 1-d or complex ``X`` printed in full. A
+    refusal is free only because it says no more than "outside the domain", so
+    such messages are replaced by fixed ones, and messages that dump an array
+    keep their first line only. The replacement is raised outside the
+    ``except`` block, so the original exception is not even attached as
+    ``__context__`` (a traceback would print it).
+
+    Returns
+    -------
+    Whatever ``check`` returns.
+    """
+    try:
+        return check(*args, **kwargs)
+    except (ValueError, TypeError) as exc:
+        text, kind = str(exc), type(exc)
+        if any(key in text for key in ("could not convert", "float() argument",
+                                       "invalid literal", "argument must be")):
+            message = _NOT_A_NUMBER
+        elif "\n" in text or "array=" in text:
+            message = text.split("\n")[0].rstrip(":") + " (the data is not shown)."
+        else:
+            raise
+    # TypeError stays TypeError (scikit-learn's checks expect it for object cells).
+    raise (TypeError if issubclass(kind, TypeError) else ValueError)(message)
 
 
 def check_not_datetime(X):

@@ -24,6 +24,7 @@ from .._validation import (
     clip_rows,
     resolve_classes,
     unscale_coef,
+    values_withheld,
 )
 from ..linear_model._base import BaseDPLinearClassifier, fit_private_problems
 
@@ -342,7 +343,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
 
     def _validate_input(self, X, y):
         check_not_datetime(X)
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = values_withheld(validate_data, self, X, y, dtype=np.float64)
         return X, y, resolve_classes(y, self.classes)
 
     def _release(self, data, *, epsilon, delta):

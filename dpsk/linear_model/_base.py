@@ -20,6 +20,7 @@ from .._validation import (
     design_matrix,
     resolve_classes,
     unscale_coef,
+    values_withheld,
 )
 
 __all__ = ["BaseDPLinearClassifier", "fit_private_problems"]
@@ -124,7 +125,8 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
     def _validate_input(self, X, y):
         """Refuse input outside the domain (free); return ``(X, y, classes_)``."""
         check_not_datetime(X)
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        X, y = values_withheld(validate_data, self, X, y, accept_sparse="csr",
+                               dtype=np.float64)
         return X, y, resolve_classes(y, self.classes)
 
     def _release(self, data, *, epsilon, delta):

@@ -19,7 +19,7 @@ from .._mixin import PrivacyAccountingMixin
 from .._mechanisms import exponential_mechanism
 from .._pipeline_check import _learning_parts
 from .._random import noise_source, public_rng, validate_random_state
-from .._validation import check_not_datetime, resolve_classes
+from .._validation import check_not_datetime, resolve_classes, values_withheld
 
 __all__ = ["DPGridSearch"]
 
@@ -90,6 +90,16 @@ def _private_final_step(estimator, prefix=""):
             "search's guarantee void."
         )
     return prefix, estimator
+
+
+def _check_shapes(X, y):
+    """Shape checks only (empty data, 1-d X, ...); each candidate's own checks follow.
+
+    X itself is passed on unchanged, so DataFrames keep their column names.
+    """
+    X, y = indexable(X, y)
+    check_array(X, accept_sparse=True, dtype=None, ensure_all_finite=False)
+    return X, column_or_1d(y, warn=True)
 
 
 def _learned_steps(estimator, prefix=""):
@@ -420,10 +430,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     def _validate_input(self, X, y):
         """Domain checks, free: shapes, then each candidate's own checks; the classes."""
         candidates = self._candidate_params()
-        X, y = indexable(X, y)
         check_not_datetime(X)
-        check_array(X, accept_sparse=True, dtype=None, ensure_all_finite=False)
-        y = column_or_1d(y, warn=True)
+        X, y = values_withheld(_check_shapes, X, y)
         _, final = _private_final_step(self.estimator)
         classes = resolve_classes(y, final.get_params(deep=False)["classes"])
         n, m = y.shape[0], len(candidates)
@@ -433,7 +441,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                 f"and needs at least {m + 1} rows; got {n}. Use fewer candidates."
             )
         for params in candidates:
-            _validate_through(self._make_candidate(params, None, classes), X, y)
+            values_withheld(_validate_through, self._make_candidate(params, None, classes), X, y)
         return X, y, classes
 
     def _release(self, data, *, epsilon, delta):
