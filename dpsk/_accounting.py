@@ -31,7 +31,7 @@ from numbers import Real
 from . import _context
 from ._composition import _check_method, compose_epsilon
 from ._context import default_accountant
-from ._events import PrivacyEvent, _as_event
+from ._events import _KINDS, PrivacyEvent, _as_event
 from ._journal import LedgerUnreachableError, _Journal, _remove_owned
 
 __all__ = [
@@ -94,6 +94,8 @@ def _warn_if_weak(epsilon, delta, what):
             stacklevel=3,
         )
 
+
+_EVENT_TYPES = tuple(_KINDS.values())
 
 # Every ledger of this process, so that a fork can move them to journals first.
 _LEDGERS = weakref.WeakSet()
@@ -247,6 +249,13 @@ class BudgetAccountant:
     @staticmethod
     def _event(epsilon, delta):
         if isinstance(epsilon, PrivacyEvent):
+            if type(epsilon) not in _EVENT_TYPES:
+                # The journal and the composition methods know these kinds only;
+                # an unknown one could not be shared or composed soundly.
+                raise TypeError(
+                    f"Unsupported privacy event {type(epsilon).__name__}; use one of "
+                    f"{', '.join(t.__name__ for t in _EVENT_TYPES)}."
+                )
             return epsilon
         epsilon, delta = _validate_cost(epsilon, delta)
         return _as_event(epsilon, delta)

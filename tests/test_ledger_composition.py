@@ -195,6 +195,15 @@ def test_bad_events_rejected(make):
         make()
 
 
+def test_unknown_event_kinds_refused():
+    @dataclasses.dataclass(frozen=True)
+    class Custom(PureDPEvent):
+        pass
+
+    with pytest.raises(TypeError, match="Unsupported privacy event"):
+        BudgetAccountant().spend(Custom(0.1))
+
+
 def test_fitted_model_exposes_its_event():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((60, 2)) / 4
