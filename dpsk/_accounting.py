@@ -22,6 +22,7 @@ Semantics
 
 import math
 import os
+import sys
 import threading
 import warnings
 import weakref
@@ -78,20 +79,29 @@ def _validate_cost(epsilon, delta, *, allow_inf=False, what="epsilon"):
     return epsilon, delta
 
 
+def _user_stacklevel():
+    """The ``stacklevel`` that points a warning at the first frame outside dpsk."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _warn_if_weak(epsilon, delta, what):
     if math.isfinite(epsilon) and epsilon > _WEAK_EPSILON:
         warnings.warn(
             f"{what} has epsilon={epsilon:g} > {_WEAK_EPSILON:g}: the guarantee is weak "
             f"(an attacker's odds may grow by a factor up to e^{epsilon:g}).",
             PrivacyBudgetWarning,
-            stacklevel=3,
+            stacklevel=_user_stacklevel(),
         )
     if delta > _WEAK_DELTA:
         warnings.warn(
             f"{what} has delta={delta:g} > {_WEAK_DELTA:g}: delta is the probability "
             "that the guarantee fails outright and should be far below 1/n for n rows.",
             PrivacyBudgetWarning,
-            stacklevel=3,
+            stacklevel=_user_stacklevel(),
         )
 
 
@@ -487,4 +497,3 @@ def _after_fork_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
-

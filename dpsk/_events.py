@@ -255,8 +255,9 @@ class ExponentialEvent(PrivacyEvent):
         return 0.0
 
 
-_KINDS = {cls.__name__: cls for cls in (PureDPEvent, ApproxDPEvent, GaussianEvent,
-                                         ExponentialEvent)}
+_KINDS = {
+    cls.__name__: cls for cls in (PureDPEvent, ApproxDPEvent, GaussianEvent, ExponentialEvent)
+}
 
 
 def _event_from_dict(data):

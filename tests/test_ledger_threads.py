@@ -1,6 +1,7 @@
 """The default ledger per thread and per asyncio task (contextvars)."""
 
 import asyncio
+import pickle
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -100,6 +101,10 @@ def test_ambiguous_default_is_refused(data):
         inside.wait()
         with pytest.raises(RuntimeError, match="ambiguous"):
             _fit(data)
+        # A copy pickled now (for a worker) carries the refusal, not a guess.
+        copy = pickle.loads(pickle.dumps(DPLogisticRegression(epsilon=0.5)))
+        with pytest.raises(RuntimeError, match="ambiguous"):
+            copy.fit(*data)
         # An explicit ledger, or this thread's own block, is never ambiguous.
         mine = BudgetAccountant()
         _fit(data, accountant=mine)
