@@ -102,9 +102,7 @@ def test_ambiguous_default_is_refused(data):
         with pytest.raises(RuntimeError, match="ambiguous"):
             _fit(data)
         # A copy pickled now (for a worker) carries the refusal, not a guess.
-        copy = pickle.loads(pickle.dumps(DPLogisticRegression(epsilon=0.5)))
-        with pytest.raises(RuntimeError, match="ambiguous"):
-            copy.fit(*data)
+        payload = pickle.dumps(DPLogisticRegression(epsilon=0.5))
         # An explicit ledger, or this thread's own block, is never ambiguous.
         mine = BudgetAccountant()
         _fit(data, accountant=mine)
@@ -116,3 +114,5 @@ def test_ambiguous_default_is_refused(data):
         for t in threads:
             t.join()
     assert ledgers[0].spends == [] and ledgers[1].spends == []
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        pickle.loads(payload).fit(*data)
