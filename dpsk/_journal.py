@@ -156,6 +156,12 @@ class _Journal:
             handle = open(self.path, "r+")
         except FileNotFoundError:
             raise LedgerUnreachableError(self.problem() or _FIX) from None
+        except OSError as exc:
+            # Another user's journal (mode 0600), or a full or read-only disk.
+            raise LedgerUnreachableError(
+                f"The ledger journal {self.path} cannot be opened ({exc.strerror}), so "
+                "spends through this copy are refused. " + _FIX
+            ) from None
         with handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             try:
