@@ -332,11 +332,13 @@ class BudgetAccountant:
 
     @property
     def events(self):
+        """The recorded :class:`~dpsk.PrivacyEvent` list, oldest first (a copy)."""
         with self._ledger() as (events, _):
             return list(events)
 
     @property
     def spends(self):
+        """The ``(epsilon, delta)`` of each recorded release, oldest first (a copy)."""
         return [event.cost for event in self.events]
 
     def total(self, method="basic", *, delta=None):
@@ -452,7 +454,12 @@ class BudgetAccountant:
         # No I/O here: loading a model must work even when its ledger is gone.
         self._epsilon, self._delta = state["epsilon"], state["delta"]
         self._composition = state.get("composition", "basic")
-        self._journal = state["journal"]
+        journal = state["journal"]
+        if isinstance(journal, str):
+            # Saved by dpsk 0.1.0.dev0 before journals named their owner: it
+            # cannot be told from an orphan, so it is treated as one.
+            journal = _Journal(journal, None, None)
+        self._journal = journal
         self._events = None
         self._home_pid = os.getpid()
         self._lock = threading.RLock()
@@ -467,6 +474,8 @@ class BudgetAccountant:
         except LedgerUnreachableError:
             # repr must never fail: notebooks display loaded models.
             return head + "; unreachable: the process that owned it has ended)"
+        except Exception as exc:  # noqa: BLE001 - same reason, any I/O trouble
+            return head + f"; unreadable: {type(exc).__name__})"
         eps, delta = self._spent(events)
         return f"{head}; spent epsilon={eps:g}, delta={delta:g} in {len(events)} releases)"
 

@@ -126,6 +126,12 @@ class _Journal:
 
     def problem(self):
         """Why this journal cannot be used, or None. Reads no entries."""
+        if self.owner_pid is None:
+            return (
+                f"This BudgetAccountant is a copy saved by an older dpsk whose journal "
+                f"({self.path}) does not name its owner process, so it cannot be told "
+                "from an orphan; spends through it are refused. " + _FIX
+            )
         if not _owner_alive(self.owner_pid, self.owner_start):
             return (
                 f"This BudgetAccountant is a copy of a ledger owned by process "

@@ -201,3 +201,12 @@ def test_killed_owner_journal_is_never_charged(saved, data):
     assert mine.total() == (0.25, 0.0)
     with open(journal) as handle:
         assert handle.read() == before
+
+
+def test_legacy_pickled_ledger_loads_and_refuses(tmp_path):
+    # Pickles of the base version named only the journal path.
+    acc = BudgetAccountant.__new__(BudgetAccountant)
+    acc.__setstate__({"epsilon": 1.0, "delta": 0.0, "journal": str(tmp_path / "old.txt")})
+    assert "unreachable" in repr(acc)
+    with pytest.raises(LedgerUnreachableError, match="older dpsk"):
+        acc.spend(0.1)
