@@ -5,7 +5,20 @@ passed as ``accountant``, else :func:`default_accountant`) when, and only when,
 its fit succeeds.
 """
 
-from ._accounting import BudgetAccountant, BudgetExceededError, default_accountant
+from ._accounting import (
+    BudgetAccountant,
+    BudgetExceededError,
+    LedgerUnreachableError,
+    PrivacyBudgetWarning,
+    default_accountant,
+)
+from ._events import (
+    ApproxDPEvent,
+    ExponentialEvent,
+    GaussianEvent,
+    PrivacyEvent,
+    PureDPEvent,
+)
 from ._mixin import PrivacyAccountingMixin, PrivateFitError
 from ._pipeline_check import check_pipeline, warn_if_pipeline_leaks
 from ._solver import SolverError
@@ -19,6 +32,13 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "BudgetAccountant",
     "BudgetExceededError",
+    "LedgerUnreachableError",
+    "PrivacyBudgetWarning",
+    "PrivacyEvent",
+    "PureDPEvent",
+    "ApproxDPEvent",
+    "GaussianEvent",
+    "ExponentialEvent",
     "PrivacyAccountingMixin",
     "PrivateFitError",
     "default_accountant",

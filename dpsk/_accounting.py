@@ -1,4 +1,4 @@
-"""Privacy budget accounting: the ledger, the default ledger and the estimator mixin.
+"""The privacy ledger: :class:`BudgetAccountant` and budget validation.
 
 Semantics
 ---------
@@ -6,36 +6,40 @@ Semantics
   an estimator (``sklearn.base.clone``, and so ``GridSearchCV`` and
   ``cross_val_score``) hands the clone the *same* ledger, and copying a ledger
   returns the ledger itself.
-* Budgets compose sequentially (basic composition): a run of releases with
-  costs ``(eps_i, delta_i)`` costs ``(sum eps_i, sum delta_i)``.
-* ``check`` happens before any data is touched; ``spend`` happens only after a
-  fit succeeded, and the fitted model is attached to the estimator only after the
-  spend went through. A failed fit spends nothing.
-* Across processes (joblib's default ``loky`` backend pickles estimators into
-  worker processes): the first time a ledger is pickled it moves its entries to
-  a journal file guarded by an OS file lock, and every copy of it, in any
-  process on this machine, checks and spends through that journal. Spends made
-  in workers therefore reach the ledger the user holds. Where file locks are not
-  available, pickling a ledger raises instead of silently losing spends.
+* It records one :class:`~dpsk.PrivacyEvent` per release. ``total()`` is basic
+  composition (the ``(epsilon, delta)`` pairs add up); ``total(method=...)``
+  gives tighter totals (:mod:`dpsk._composition`), and
+  ``composition=...`` enforces the budget under one of them.
+* ``check`` happens before any data is touched; ``spend`` records a release.
+* Copies in other processes (pickled into joblib workers, or inherited by a
+  forked child) check and spend through a journal file (:mod:`dpsk._journal`),
+  so their spends reach the ledger the user holds, or are refused with
+  :class:`~dpsk.LedgerUnreachableError` when that ledger is gone. Before every
+  ``os.fork`` each live ledger of the process moves to its journal, so forked
+  children share it too.
+* Which ledger ``accountant=None`` means is decided in :mod:`dpsk._context`.
 """
 
 import math
 import os
-import tempfile
+import sys
 import threading
+import warnings
 import weakref
 from contextlib import contextmanager
 from numbers import Real
 
-
-try:  # POSIX only; without it, ledgers refuse to cross process boundaries.
-    import fcntl
-except ImportError:  # pragma: no cover - exercised on Windows only
-    fcntl = None
+from . import _context
+from ._composition import _check_method, compose_epsilon
+from ._context import default_accountant
+from ._events import _KINDS, PrivacyEvent, _as_event
+from ._journal import LedgerUnreachableError, _Journal, _remove_owned
 
 __all__ = [
     "BudgetAccountant",
     "BudgetExceededError",
+    "LedgerUnreachableError",
+    "PrivacyBudgetWarning",
     "default_accountant",
 ]
 
@@ -43,9 +47,21 @@ __all__ = [
 # fit a budget of 1.0 although they sum to 0.9999999999999999 or 1.0000000000000002.
 _BUDGET_RTOL = 1e-9
 
+# Above these, a guarantee says little; see docs/accounting.rst. An epsilon of
+# 10 lets an attacker's odds about any one person grow by e^10 ~ 22000. A delta
+# is the probability of failing outright and should be far below 1/n; n is not
+# known to the ledger, but a delta above 1e-3 is too large for any data set of
+# more than a thousand rows, which covers every realistic use.
+_WEAK_EPSILON = 10.0
+_WEAK_DELTA = 1e-3
+
 
 class BudgetExceededError(ValueError):
     """Raised when a release would spend more privacy budget than remains."""
+
+
+class PrivacyBudgetWarning(UserWarning):
+    """A budget or a spend is so large that its guarantee is weak."""
 
 
 def _validate_cost(epsilon, delta, *, allow_inf=False, what="epsilon"):
@@ -63,32 +79,76 @@ def _validate_cost(epsilon, delta, *, allow_inf=False, what="epsilon"):
     return epsilon, delta
 
 
+def _user_stacklevel():
+    """The ``stacklevel`` that points a warning at the first frame outside dpsk."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _warn_if_weak(epsilon, delta, what):
+    if math.isfinite(epsilon) and epsilon > _WEAK_EPSILON:
+        warnings.warn(
+            f"{what} has epsilon={epsilon:g} > {_WEAK_EPSILON:g}: the guarantee is weak "
+            f"(an attacker's odds may grow by a factor up to e^{epsilon:g}).",
+            PrivacyBudgetWarning,
+            stacklevel=_user_stacklevel(),
+        )
+    if delta > _WEAK_DELTA:
+        warnings.warn(
+            f"{what} has delta={delta:g} > {_WEAK_DELTA:g}: delta is the probability "
+            "that the guarantee fails outright and should be far below 1/n for n rows.",
+            PrivacyBudgetWarning,
+            stacklevel=_user_stacklevel(),
+        )
+
+
+_EVENT_TYPES = tuple(_KINDS.values())
+
+# Every ledger of this process, so that a fork can move them to journals first.
+_LEDGERS = weakref.WeakSet()
+
+
 class BudgetAccountant:
     """A privacy-budget ledger shared by any number of dpsk estimators.
 
-    Each successful fit of a dpsk estimator records its cost ``(epsilon, delta)``
-    here. Costs add up (sequential composition, Dwork and Roth 2014, Theorem
-    3.16): the total is a valid guarantee for everything released through this
-    ledger about one data set. A spend that would take the total past the budget
-    raises :class:`BudgetExceededError`, and estimators check the budget before
-    they touch the data.
+    Each successful fit of a dpsk estimator records its release here as a
+    :class:`~dpsk.PrivacyEvent`. By default costs add up (sequential
+    composition, Dwork and Roth 2014, Theorem 3.16): the total is a valid
+    guarantee for everything released through this ledger about one data set.
+    A spend that would take the total past the budget raises
+    :class:`BudgetExceededError`, and estimators check the budget before they
+    touch the data.
 
     Parameters
     ----------
     epsilon : float, default=inf
-        Total epsilon budget, >= 0. ``inf`` only records spends.
+        Total epsilon budget, >= 0. ``inf`` only records spends. Above 10 a
+        :class:`PrivacyBudgetWarning` says the guarantee is weak.
     delta : float, default=0.0
-        Total delta budget, in [0, 1].
+        Total delta budget, in [0, 1). Above 1e-3 a
+        :class:`PrivacyBudgetWarning` is issued (see the accounting docs).
+    composition : {"basic", "advanced", "pld", "rdp"}, default="basic"
+        How the budget is enforced. ``"basic"`` adds costs up. The others
+        accept a release when the *composed* guarantee of all releases, at the
+        budget's ``delta``, stays within the budget's ``epsilon`` (see
+        :meth:`total`); ``"pld"`` and ``"rdp"`` need the optional
+        ``dp-accounting`` package (``pip install dpsk[accounting]``).
 
     Attributes
     ----------
+    events : list of PrivacyEvent
+        The recorded releases, oldest first (a copy).
     spends : list of (float, float)
-        The recorded costs, oldest first (a copy).
+        The ``(epsilon, delta)`` of each recorded release, oldest first (a copy).
 
     Notes
     -----
     Used as a context manager, the ledger becomes the default of every estimator
-    whose ``accountant`` is ``None`` inside the ``with`` block::
+    whose ``accountant`` is ``None`` inside the ``with`` block, in the current
+    thread or asyncio task (see :func:`default_accountant`)::
 
         with BudgetAccountant(epsilon=1.0) as acc:
             DPLogisticRegression(epsilon=0.5).fit(X, y)
@@ -96,8 +156,10 @@ class BudgetAccountant:
 
     Cloning an estimator keeps the same ledger (``__sklearn_clone__`` and
     ``copy.deepcopy`` return the ledger itself), so model selection in
-    scikit-learn charges every fit to it. Copies pickled into joblib worker
-    processes write to a shared journal file, so their spends are not lost.
+    scikit-learn charges every fit to it. Copies in worker processes and forked
+    children write to a shared journal file, so their spends are not lost; a
+    copy whose ledger has gone (a model loaded after its process ended) refuses
+    to spend with :class:`LedgerUnreachableError`.
 
     Examples
     --------
@@ -107,13 +169,27 @@ class BudgetAccountant:
     (0.5, 0.0)
     >>> acc.remaining()
     (0.5, 0.0)
+    >>> acc.events
+    [PureDPEvent(epsilon=0.25, mechanism='generic'), PureDPEvent(epsilon=0.25, mechanism='generic')]
     """
 
-    def __init__(self, epsilon=float("inf"), delta=0.0):
-        self._epsilon, self._delta = _validate_cost(epsilon, delta, allow_inf=True)
-        self._entries = []
-        self._lock = threading.RLock()
+    def __init__(self, epsilon=float("inf"), delta=0.0, *, composition="basic"):
+        epsilon, delta = _validate_cost(epsilon, delta, allow_inf=True)
+        if delta >= 1.0:
+            raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
+        _check_method(composition)
+        if composition in ("pld", "rdp"):
+            from ._composition import _import_dp_accounting
+
+            _import_dp_accounting()  # fail now, not at the first spend
+        _warn_if_weak(epsilon, delta, "This budget")
+        self._epsilon, self._delta = epsilon, delta
+        self._composition = composition
+        self._events = []
         self._journal = None
+        self._home_pid = os.getpid()
+        self._lock = threading.RLock()
+        _LEDGERS.add(self)
 
     @property
     def epsilon(self):
@@ -125,85 +201,109 @@ class BudgetAccountant:
         """Total delta budget."""
         return self._delta
 
+    @property
+    def composition(self):
+        """The composition method the budget is enforced under."""
+        return self._composition
+
     # -- the ledger ---------------------------------------------------------------
     @contextmanager
     def _ledger(self):
-        """Hold the ledger exclusively and yield its entries list.
+        """Hold the ledger exclusively; yield ``(events, append)``.
 
-        Without a journal the entries live in memory. With one, they are read from
-        the journal under an exclusive file lock, and the yielded list is a fresh
-        copy; ``_record`` appends to it and to the file.
+        Without a journal the events live in memory. With one, they are read
+        from the journal under an exclusive file lock; ``append`` writes there.
         """
         with self._lock:
-            if self._journal is None:
-                yield self._entries, None
+            if self._journal is not None:
+                with self._journal.locked() as held:
+                    yield held
                 return
-            try:
-                handle = open(self._journal, "r+")
-            except FileNotFoundError:
-                raise RuntimeError(
-                    "This BudgetAccountant is a copy of a ledger whose journal no longer "
-                    f"exists ({self._journal}): the process that owned it has ended. "
-                    "Spends through this copy cannot be recorded, so they are refused."
-                ) from None
-            with handle:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-                try:
-                    entries = [tuple(map(float, line.split())) for line in handle
-                               if line.strip()]
-                    yield entries, handle
-                finally:
-                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            if os.getpid() != self._home_pid:
+                # A fork copied the in-memory events but could not move them to
+                # a journal first: the parent would never see a spend made here.
+                raise LedgerUnreachableError(
+                    "This BudgetAccountant was copied into a forked process before it "
+                    "could be shared, so spends made here would not reach the parent's "
+                    "ledger; they are refused. Pass the ledger to the child explicitly "
+                    "(pickling it shares it), or use a ledger created in this process."
+                )
+            yield self._events, self._events.append
 
-    def _would_exceed(self, entries, epsilon, delta):
-        eps_total = math.fsum([e for e, _ in entries] + [epsilon])
-        delta_total = math.fsum([d for _, d in entries] + [delta])
-        return (eps_total > self._epsilon * (1 + _BUDGET_RTOL) + 1e-15
-                or delta_total > self._delta * (1 + _BUDGET_RTOL) + 1e-15)
+    def _fits(self, events, event):
+        eps = math.fsum([e.epsilon for e in events] + [event.epsilon])
+        delta = math.fsum([e.delta for e in events] + [event.delta])
+        limit_eps = self._epsilon * (1 + _BUDGET_RTOL) + 1e-15
+        limit_delta = self._delta * (1 + _BUDGET_RTOL) + 1e-15
+        if eps <= limit_eps and delta <= limit_delta:
+            return True
+        if self._composition == "basic":
+            return False
+        tight = compose_epsilon(list(events) + [event], self._composition, self._delta)
+        return math.isfinite(tight) and tight <= limit_eps
 
-    def _raise_exceeded(self, entries, epsilon, delta):
-        spent_eps = math.fsum(e for e, _ in entries)
-        spent_delta = math.fsum(d for _, d in entries)
+    def _raise_exceeded(self, events, event):
+        eps, delta = event.cost
+        spent_eps, spent_delta = self._spent(events)
+        how = "" if self._composition == "basic" else f" under {self._composition!r} composition"
         raise BudgetExceededError(
-            f"Privacy budget exceeded: this release costs (epsilon={epsilon:g}, "
-            f"delta={delta:g}) but only (epsilon={max(self._epsilon - spent_eps, 0.0):g}, "
-            f"delta={max(self._delta - spent_delta, 0.0):g}) of the budget "
-            f"(epsilon={self._epsilon:g}, delta={self._delta:g}) remains."
+            f"Privacy budget exceeded{how}: this release costs (epsilon={eps:g}, "
+            f"delta={delta:g}) but the budget is (epsilon={self._epsilon:g}, "
+            f"delta={self._delta:g}) and {len(events)} earlier releases already spent "
+            f"(epsilon={spent_eps:g}, delta={spent_delta:g}) by basic composition."
         )
 
+    def _spent(self, events):
+        return (math.fsum(e.epsilon for e in events), math.fsum(e.delta for e in events))
+
+    @staticmethod
+    def _event(epsilon, delta):
+        if isinstance(epsilon, PrivacyEvent):
+            if type(epsilon) not in _EVENT_TYPES:
+                # The journal and the composition methods know these kinds only;
+                # an unknown one could not be shared or composed soundly.
+                raise TypeError(
+                    f"Unsupported privacy event {type(epsilon).__name__}; use one of "
+                    f"{', '.join(t.__name__ for t in _EVENT_TYPES)}."
+                )
+            return epsilon
+        epsilon, delta = _validate_cost(epsilon, delta)
+        return _as_event(epsilon, delta)
+
     def check(self, epsilon, delta=0.0):
-        """Raise :class:`BudgetExceededError` unless ``(epsilon, delta)`` fits the budget.
+        """Raise :class:`BudgetExceededError` unless a release fits the budget.
 
         Parameters
         ----------
-        epsilon : float
-            Epsilon cost to test, >= 0.
+        epsilon : float or PrivacyEvent
+            Epsilon cost to test, >= 0, or the event of the release.
         delta : float, default=0.0
-            Delta cost to test, in [0, 1].
+            Delta cost to test, in [0, 1]. Ignored when ``epsilon`` is an event.
 
         Returns
         -------
         True
             When the cost fits; nothing is recorded.
         """
-        epsilon, delta = _validate_cost(epsilon, delta)
-        with self._ledger() as (entries, _):
-            if self._would_exceed(entries, epsilon, delta):
-                self._raise_exceeded(entries, epsilon, delta)
+        event = self._event(epsilon, delta)
+        with self._ledger() as (events, _):
+            if not self._fits(events, event):
+                self._raise_exceeded(events, event)
         return True
 
     def spend(self, epsilon, delta=0.0):
-        """Record a release that cost ``(epsilon, delta)``.
+        """Record a release.
 
-        The budget is checked again under the ledger's lock, so concurrent fits
-        cannot overspend together.
+        The budget is checked again under the ledger's lock (a file lock for a
+        shared ledger), so concurrent fits in threads or processes cannot
+        overspend together.
 
         Parameters
         ----------
-        epsilon : float
-            Epsilon spent, >= 0.
+        epsilon : float or PrivacyEvent
+            Epsilon spent, >= 0, or the event of the release.
         delta : float, default=0.0
-            Delta spent, in [0, 1].
+            Delta spent, in [0, 1]. Ignored when ``epsilon`` is an event.
 
         Returns
         -------
@@ -213,47 +313,108 @@ class BudgetAccountant:
         ------
         BudgetExceededError
             If the spend does not fit; nothing is recorded then.
+        LedgerUnreachableError
+            If this is a copy of a ledger that no longer exists; nothing is
+            recorded.
+
+        Warns
+        -----
+        PrivacyBudgetWarning
+            If the release alone has epsilon > 10 or delta > 1e-3.
         """
-        epsilon, delta = _validate_cost(epsilon, delta)
-        with self._ledger() as (entries, handle):
-            if self._would_exceed(entries, epsilon, delta):
-                self._raise_exceeded(entries, epsilon, delta)
-            entries.append((epsilon, delta))
-            if handle is not None:
-                handle.seek(0, os.SEEK_END)
-                handle.write(f"{epsilon!r} {delta!r}\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+        event = self._event(epsilon, delta)
+        with self._ledger() as (events, append):
+            if not self._fits(events, event):
+                self._raise_exceeded(events, event)
+            append(event)
+        _warn_if_weak(event.epsilon, event.delta, "A release")
         return self
 
     @property
-    def spends(self):
-        with self._ledger() as (entries, _):
-            return list(entries)
+    def events(self):
+        """The recorded :class:`~dpsk.PrivacyEvent` list, oldest first (a copy)."""
+        with self._ledger() as (events, _):
+            return list(events)
 
-    def total(self):
-        """Return the total ``(epsilon, delta)`` spent so far."""
-        entries = self.spends
-        return (math.fsum(e for e, _ in entries), math.fsum(d for _, d in entries))
+    @property
+    def spends(self):
+        """The ``(epsilon, delta)`` of each recorded release, oldest first (a copy)."""
+        return [event.cost for event in self.events]
+
+    def total(self, method="basic", *, delta=None):
+        """Return the total ``(epsilon, delta)`` guarantee of the recorded releases.
+
+        Parameters
+        ----------
+        method : {"basic", "advanced", "pld", "rdp"}, default="basic"
+            ``"basic"`` adds the costs up. ``"advanced"`` is the closed-form
+            composition theorem of Kairouz, Oh and Viswanath (2015, Theorem
+            3.5); ``"pld"`` (privacy loss distributions) and ``"rdp"`` (Renyi
+            DP) use the optional ``dp-accounting`` package. Every method gives a
+            valid guarantee; the smaller of it and basic composition is returned.
+        delta : float, optional
+            The total delta at which tighter methods state epsilon, in [0, 1).
+            Defaults to the budget's ``delta``. Ignored by ``"basic"``.
+
+        Returns
+        -------
+        (epsilon, delta) : tuple of float
+            All releases together are ``(epsilon, delta)``-DP. ``epsilon`` is
+            ``inf`` when ``method`` gives no bound at that delta (for example
+            approximate-DP releases whose deltas already exceed it).
+
+        Examples
+        --------
+        >>> from dpsk import BudgetAccountant
+        >>> acc = BudgetAccountant(delta=1e-6)
+        >>> for _ in range(50):
+        ...     _ = acc.spend(0.1)
+        >>> [round(x, 2) for x in acc.total()]
+        [5.0, 0.0]
+        >>> round(acc.total("advanced")[0], 2)
+        3.92
+        """
+        _check_method(method)
+        events = self.events
+        basic = self._spent(events)
+        if method == "basic":
+            return basic
+        target = self._delta if delta is None else _validate_cost(0.0, delta)[1]
+        if target >= 1.0:
+            raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
+        eps = compose_epsilon(events, method, target)
+        if basic[1] <= target and basic[0] <= eps:
+            return basic
+        return (eps, target)
 
     def remaining(self):
-        """Return the ``(epsilon, delta)`` still available (never negative)."""
-        eps, delta = self.total()
+        """Return the headroom ``(epsilon, delta)`` left in the budget (never negative).
+
+        Under basic composition this is the budget minus :meth:`total`. Under a
+        tighter ``composition`` it is the budget's epsilon minus the composed
+        epsilon at the budget's delta; the next release may cost more than that
+        and still fit, because costs compose sub-additively there.
+        """
+        if self._composition == "basic":
+            eps, delta = self.total()
+        else:
+            eps = self.total(self._composition)[0]
+            delta = self._spent(self.events)[1]
         return (max(self._epsilon - eps, 0.0), max(self._delta - delta, 0.0))
+
+    def _reachable(self):
+        """Whether check and spend can work here (no I/O beyond a stat)."""
+        if self._journal is None:
+            return os.getpid() == self._home_pid
+        return self._journal.problem() is None
 
     # -- the default ledger -------------------------------------------------------
     def __enter__(self):
-        with _DEFAULT_LOCK:
-            _DEFAULT_STACK.append(self)
+        _context._enter(self)
         return self
 
     def __exit__(self, *exc_info):
-        with _DEFAULT_LOCK:
-            # Remove the innermost occurrence: nested ``with`` of one ledger is fine.
-            for i in range(len(_DEFAULT_STACK) - 1, -1, -1):
-                if _DEFAULT_STACK[i] is self:
-                    del _DEFAULT_STACK[i]
-                    break
+        _context._exit(self)
         return False
 
     # -- identity under copying -------------------------------------------------
@@ -266,58 +427,82 @@ class BudgetAccountant:
     def __deepcopy__(self, memo):
         return self
 
-    def __getstate__(self):
-        if fcntl is None:  # pragma: no cover - Windows
-            raise TypeError(
-                "A BudgetAccountant cannot be shared with another process on this "
-                "platform (no POSIX file locks), and a copy would lose its spends. "
-                "Use n_jobs=1 or joblib's threading backend."
+    def _share(self):
+        """Move the events to a journal so copies in other processes see them.
+
+        Called with ``self._lock`` held.
+        """
+        if self._journal is not None:
+            return
+        if os.getpid() != self._home_pid:
+            raise LedgerUnreachableError(
+                "This BudgetAccountant was copied into a forked process before it could "
+                "be shared, so it cannot be shared from here."
             )
+        journal = _Journal.create(self._events)
+        self._journal, self._events = journal, None
+        # The owner removes the journal when its ledger dies (or at exit).
+        weakref.finalize(self, _remove_owned, journal.path, journal.owner_pid)
+
+    def __getstate__(self):
         with self._lock:
-            if self._journal is None:
-                fd, path = tempfile.mkstemp(prefix="dpsk-ledger-", suffix=".txt")
-                with os.fdopen(fd, "w") as handle:
-                    handle.writelines(f"{e!r} {d!r}\n" for e, d in self._entries)
-                self._journal = path
-                self._entries = None
-                # The process that created the journal removes it when the ledger dies.
-                weakref.finalize(self, _remove_quietly, path)
-        return {"epsilon": self._epsilon, "delta": self._delta, "journal": self._journal}
+            self._share()
+        return {"epsilon": self._epsilon, "delta": self._delta,
+                "composition": self._composition, "journal": self._journal}
 
     def __setstate__(self, state):
+        # No I/O here: loading a model must work even when its ledger is gone.
         self._epsilon, self._delta = state["epsilon"], state["delta"]
-        self._journal = state["journal"]
-        self._entries = None
+        self._composition = state.get("composition", "basic")
+        journal = state["journal"]
+        if isinstance(journal, str):
+            # Saved by dpsk 0.1.0.dev0 before journals named their owner: it
+            # cannot be told from an orphan, so it is treated as one.
+            journal = _Journal(journal, None, None)
+        self._journal = journal
+        self._events = None
+        self._home_pid = os.getpid()
         self._lock = threading.RLock()
+        _LEDGERS.add(self)
 
     def __repr__(self):
-        eps, delta = self.total()
-        return (f"BudgetAccountant(epsilon={self._epsilon!r}, delta={self._delta!r}; "
-                f"spent epsilon={eps:g}, delta={delta:g} in {len(self.spends)} releases)")
+        head = f"BudgetAccountant(epsilon={self._epsilon!r}, delta={self._delta!r}"
+        if self._composition != "basic":
+            head += f", composition={self._composition!r}"
+        try:
+            events = self.events
+        except LedgerUnreachableError:
+            # repr must never fail: notebooks display loaded models.
+            return head + "; unreachable: the process that owned it has ended)"
+        except Exception as exc:  # noqa: BLE001 - same reason, any I/O trouble
+            return head + f"; unreadable: {type(exc).__name__})"
+        eps, delta = self._spent(events)
+        return f"{head}; spent epsilon={eps:g}, delta={delta:g} in {len(events)} releases)"
 
 
-def _remove_quietly(path):
-    try:
-        os.remove(path)
-    except OSError:
-        pass
+def _before_fork():
+    # A forked child gets a copy of every in-memory ledger; its spends would be
+    # lost. Sharing each ledger through a journal first makes the child's copy
+    # write where the parent reads.
+    for ledger in list(_LEDGERS):
+        if ledger._journal is not None or ledger._home_pid != os.getpid():
+            continue
+        if not ledger._lock.acquire(timeout=1.0):
+            continue  # the child's copy refuses to spend (pid check in _ledger)
+        try:
+            ledger._share()
+        except Exception:  # noqa: BLE001 - a fork hook must not raise; the child refuses
+            pass
+        finally:
+            ledger._lock.release()
 
 
-_DEFAULT_LOCK = threading.Lock()
-_DEFAULT_STACK = []
-_GLOBAL_DEFAULT = BudgetAccountant()
+def _after_fork_in_child():
+    # Locks held by other parent threads at the fork would never be released.
+    for ledger in list(_LEDGERS):
+        ledger._lock = threading.RLock()
+    _context._after_fork_in_child()
 
 
-def default_accountant():
-    """Return the ledger that estimators with ``accountant=None`` charge.
-
-    That is the innermost ledger entered as a context manager, or else a
-    process-wide ledger with an infinite budget (it records spends without
-    limiting them).
-
-    Returns
-    -------
-    BudgetAccountant
-    """
-    with _DEFAULT_LOCK:
-        return _DEFAULT_STACK[-1] if _DEFAULT_STACK else _GLOBAL_DEFAULT
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)

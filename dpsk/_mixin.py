@@ -21,13 +21,9 @@ import warnings
 
 import numpy as np
 
-from ._accounting import (
-    _DEFAULT_LOCK,
-    _DEFAULT_STACK,
-    BudgetAccountant,
-    _validate_cost,
-    default_accountant,
-)
+from . import _context
+from ._accounting import BudgetAccountant, _validate_cost
+from ._events import ApproxDPEvent, PureDPEvent
 
 __all__ = ["PrivacyAccountingMixin", "PrivateFitError"]
 
@@ -62,12 +58,25 @@ class PrivacyAccountingMixin:
             raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
         return epsilon, delta
 
+    def _privacy_event(self):
+        """The :class:`~dpsk.PrivacyEvent` one fit of this estimator records.
+
+        Built from :meth:`_privacy_cost`: a pure epsilon-DP event when delta is
+        0, else a generic ``(epsilon, delta)`` event. Estimators whose mechanism
+        composes better than its pair (a Gaussian mechanism) override this.
+        """
+        epsilon, delta = self._privacy_cost()
+        if delta == 0:
+            return PureDPEvent(epsilon)
+        return ApproxDPEvent(epsilon, delta)
+
     def _resolve_accountant(self):
         accountant = getattr(self, "accountant", None)
         if accountant is None:
-            # A copy unpickled in a worker carries the default of the process that
-            # pickled it (see __getstate__); otherwise use this process's default.
-            accountant = self.__dict__.get("_inherited_accountant") or default_accountant()
+            # A copy unpickled in a worker carries the default ledger of the
+            # process that pickled it (see __getstate__); dpsk._context decides
+            # when that one applies.
+            accountant = _context._resolve_default(self.__dict__.get("_inherited_accountant"))
         if not isinstance(accountant, BudgetAccountant):
             raise TypeError(
                 f"accountant must be a dpsk.BudgetAccountant or None, got "
@@ -75,9 +84,12 @@ class PrivacyAccountingMixin:
             )
         return accountant
 
-    def _spend(self, accountant, epsilon, delta):
-        """Record this fit's cost on ``accountant``."""
-        accountant.spend(epsilon, delta)
+    def _spend(self, accountant, event):
+        """Record this fit's release on ``accountant``, as its privacy event."""
+        # The event, not the pair: the ledger composes it by its mechanism. The
+        # spend checks the budget again, under the ledger's lock, so concurrent
+        # fits cannot overspend together.
+        accountant.spend(event)
 
     def _fit_with_budget(self, validate, release, *args):
         """Check, validate (free), spend, release (charged), attach.
@@ -100,13 +112,14 @@ class PrivacyAccountingMixin:
         self
         """
         epsilon, delta = self._privacy_cost()
+        event = self._privacy_event()
         accountant = self._resolve_accountant()
-        accountant.check(epsilon, delta)
+        accountant.check(event)
         # A refused or failed fit must leave an earlier fitted model as it was.
         snapshot = dict(self.__dict__)
         try:
             data = validate(*args)
-            self._spend(accountant, epsilon, delta)
+            self._spend(accountant, event)
         except BaseException:
             self._restore(snapshot)
             raise
@@ -131,6 +144,7 @@ class PrivacyAccountingMixin:
         for name, value in fitted.items():
             setattr(self, name, value)
         self.privacy_spent_ = (epsilon, delta)
+        self.privacy_event_ = event
         return self
 
     def _restore(self, snapshot):
@@ -140,10 +154,12 @@ class PrivacyAccountingMixin:
     def __getstate__(self):
         state = super().__getstate__()
         if getattr(self, "accountant", None) is None and "_inherited_accountant" not in state:
-            with _DEFAULT_LOCK:
-                context = _DEFAULT_STACK[-1] if _DEFAULT_STACK else None
-            if context is not None:
-                # A worker process has no ``with`` block of its own: carry the
-                # user's context ledger along so its spends are not lost.
-                state = dict(state, _inherited_accountant=context)
+            # A worker process has no ``with`` block of its own and a default
+            # ledger nobody reads: carry the one this process would charge, so
+            # spends in the worker reach it.
+            try:
+                inherited = _context._resolve_default(None)
+            except _context.AmbiguousDefaultLedgerError as exc:
+                inherited = str(exc)  # the copy refuses to fit with this message
+            state = dict(state, _inherited_accountant=inherited)
         return state

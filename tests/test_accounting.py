@@ -75,7 +75,7 @@ def test_bad_costs_rejected(eps):
 
 
 @pytest.mark.parametrize("kwargs", [{"epsilon": -1}, {"epsilon": float("nan")},
-                                    {"delta": 1.5}, {"delta": -0.1}])
+                                    {"delta": 1.5}, {"delta": 1.0}, {"delta": -0.1}])
 def test_bad_budgets_rejected(kwargs):
     with pytest.raises(ValueError):
         BudgetAccountant(**kwargs)

@@ -217,7 +217,7 @@ def test_fitted_attributes_expose_no_scores(data):
     search = make_search().fit(X, y)
     public = {k for k in vars(search) if k.endswith("_") and not k.startswith("_")}
     assert public == {"best_estimator_", "best_index_", "best_params_", "candidate_params_",
-                      "classes_", "n_features_in_", "privacy_spent_"}
+                      "classes_", "n_features_in_", "privacy_spent_", "privacy_event_"}
     assert not any(k.startswith("_") and k not in ("_sklearn_version",)
                    for k in vars(search)), vars(search).keys()
     assert search.candidate_params_ == [{"alpha": a} for a in GRID["alpha"]]

@@ -1,0 +1,212 @@
+"""Spends from forked children, worker processes and saved models reach the
+ledger the user holds, or are refused; never lost, never charged to an orphan."""
+
+import glob
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import cross_val_score
+
+from dpsk import (
+    BudgetAccountant,
+    BudgetExceededError,
+    DPLogisticRegression,
+    LedgerUnreachableError,
+    PureDPEvent,
+    default_accountant,
+)
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="fork and flock are POSIX")
+
+_OK, _EXCEEDED, _UNREACHABLE, _OTHER = 0, 3, 4, 1
+
+
+def _make_data(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True).max()
+    y = (X[:, 0] > 0).astype(int)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def data():
+    return _make_data()
+
+
+def _child_fit(X, y, accountant):
+    try:
+        DPLogisticRegression(epsilon=1.0, accountant=accountant, random_state=0).fit(X, y)
+        code = _OK
+    except BudgetExceededError:
+        code = _EXCEEDED
+    except LedgerUnreachableError:
+        code = _UNREACHABLE
+    except BaseException:  # noqa: BLE001 - any other failure must show in the exit code
+        code = _OTHER
+    os._exit(code)
+
+
+def _run_forked(n, X, y, accountant):
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_child_fit, args=(X, y, accountant)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    return sorted(p.exitcode for p in procs)
+
+
+# -- forks ---------------------------------------------------------------------------
+@pytest.mark.parametrize("how", ["explicit", "with-block"])
+def test_forked_children_spend_into_the_parents_ledger(how, data):
+    X, y = data
+    acc = BudgetAccountant(epsilon=5.0)
+    if how == "explicit":
+        codes = _run_forked(6, X, y, acc)
+    else:
+        with acc:
+            codes = _run_forked(6, X, y, None)
+    # Six concurrent epsilon-1 fits against a budget of 5: exactly one is refused.
+    assert codes == [_OK] * 5 + [_EXCEEDED]
+    assert acc.total() == (5.0, 0.0)
+    assert acc.events == [PureDPEvent(1.0)] * 5
+    with pytest.raises(BudgetExceededError):
+        DPLogisticRegression(epsilon=1.0, accountant=acc, random_state=0).fit(X, y)
+
+
+def test_fork_child_refuses_when_the_ledger_could_not_be_shared(data, monkeypatch):
+    from dpsk import _journal
+
+    def fail(cls, events):
+        raise OSError("no temporary directory")
+
+    monkeypatch.setattr(_journal._Journal, "create", classmethod(fail))
+    X, y = data
+    acc = BudgetAccountant(epsilon=5.0)
+    assert _run_forked(1, X, y, acc) == [_UNREACHABLE]
+    assert acc.total() == (0.0, 0.0)
+
+
+# -- worker processes ----------------------------------------------------------------
+def test_default_ledger_reaches_worker_processes(data):
+    X, y = data
+    before = default_accountant().total()[0]
+    cross_val_score(DPLogisticRegression(epsilon=0.5), X, y, cv=4, n_jobs=2)
+    assert default_accountant().total()[0] - before == pytest.approx(2.0, rel=1e-12)
+
+
+# -- saved models --------------------------------------------------------------------
+_SAVER = textwrap.dedent(
+    """
+    import sys
+    import joblib
+    sys.path.insert(0, {tests!r})
+    from test_ledger_processes import _make_data
+    from dpsk import BudgetAccountant, DPLogisticRegression
+
+    X, y = _make_data()
+    acc = BudgetAccountant(epsilon=2.0)
+    model = DPLogisticRegression(epsilon=0.5, accountant=acc, random_state=0).fit(X, y)
+    default_model = DPLogisticRegression(epsilon=0.25, random_state=0).fit(X, y)
+    joblib.dump((model, default_model), sys.argv[1])
+    print(acc._journal.path, flush=True)
+    if sys.argv[2] == "wait":
+        sys.stdin.read()  # stay alive until the test kills this process
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Two saving processes started together: one exits, one is SIGKILLed."""
+    folder = tmp_path_factory.mktemp("saved")
+    script = folder / "saver.py"
+    script.write_text(_SAVER.format(tests=os.path.dirname(__file__)))
+    run = {}
+    for mode in ("exit", "wait"):
+        run[mode] = subprocess.Popen(
+            [sys.executable, str(script), str(folder / f"{mode}.joblib"), mode],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+    journals = {mode: proc.stdout.readline().strip() for mode, proc in run.items()}
+    assert run["exit"].wait(timeout=60) == 0
+    os.kill(run["wait"].pid, signal.SIGKILL)
+    run["wait"].wait(timeout=60)  # reaped: the owner is gone for good
+    for proc in run.values():
+        proc.stdout.close()
+        proc.stdin.close()
+    yield {mode: (folder / f"{mode}.joblib", journals[mode]) for mode in run}
+    # The killed saver left orphans (its ledger's and its default ledger's journals).
+    killed = run["wait"].pid
+    for orphan in glob.glob(os.path.join(os.path.dirname(journals["wait"]), "dpsk-ledger-*")):
+        try:
+            with open(orphan) as handle:
+                owner = json.loads(handle.readline()).get("owner_pid")
+        except (OSError, ValueError):
+            continue  # another ledger's journal, removed by its owner meanwhile
+        if owner == killed:
+            os.remove(orphan)
+
+
+def test_model_saved_by_an_ended_process_displays_and_clones(saved, data):
+    path, journal = saved["exit"]
+    assert not os.path.exists(journal)  # its owner removed it on exit
+    model, _ = joblib.load(path)
+    assert "unreachable" in repr(model)
+    assert "DPLogisticRegression" in model._repr_html_()
+    acc = model.get_params()["accountant"]
+    assert clone(model).accountant is acc
+    assert model.privacy_spent_ == (0.5, 0.0)
+    assert model.privacy_event_ == PureDPEvent(0.5)
+    X, y = data
+    with pytest.raises(LedgerUnreachableError, match=r"set_params\(accountant="):
+        model.fit(X, y)
+    mine = BudgetAccountant(epsilon=1.0)
+    model.set_params(accountant=mine).fit(X, y)
+    assert mine.total() == (0.5, 0.0)
+
+
+def test_saved_model_with_default_ledger_charges_the_loaders_default(saved, data):
+    path, _ = saved["exit"]
+    _, default_model = joblib.load(path)
+    X, y = data
+    with BudgetAccountant(epsilon=1.0) as mine:
+        default_model.fit(X, y)
+    assert mine.total() == (0.25, 0.0)
+
+
+def test_killed_owner_journal_is_never_charged(saved, data):
+    path, journal = saved["wait"]
+    with open(journal) as handle:
+        before = handle.read()
+    model, default_model = joblib.load(path)
+    assert "unreachable" in repr(model)
+    X, y = data
+    with pytest.raises(LedgerUnreachableError, match=r"ended.*set_params\(accountant=") as info:
+        model.fit(X, y)
+    assert "orphaned" in str(info.value)
+    # A default-ledger model whose saver was killed charges this process's default.
+    with BudgetAccountant(epsilon=1.0) as mine:
+        default_model.fit(X, y)
+    assert mine.total() == (0.25, 0.0)
+    with open(journal) as handle:
+        assert handle.read() == before
+
+
+def test_legacy_pickled_ledger_loads_and_refuses(tmp_path):
+    # Pickles of the base version named only the journal path.
+    acc = BudgetAccountant.__new__(BudgetAccountant)
+    acc.__setstate__({"epsilon": 1.0, "delta": 0.0, "journal": str(tmp_path / "old.txt")})
+    assert "unreachable" in repr(acc)
+    with pytest.raises(LedgerUnreachableError, match="older dpsk"):
+        acc.spend(0.1)
