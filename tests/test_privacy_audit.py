@@ -394,11 +394,12 @@ def _run_ovr_audit(n_calibration, n_evaluation):
 @pytest.mark.slow
 def test_one_vs_rest_audit():
     started = time.perf_counter()
-    eps_lb, description = _run_ovr_audit(1500, 6000)
+    eps_lb, description = _run_ovr_audit(2000, 8000)
     _report("one-vs-rest (3 classes, estimator)", eps_lb, description, started)
     assert eps_lb <= EPSILON, description
-    # Two of three models move, each tight at epsilon/3: close to 2/3 of the claim.
-    assert eps_lb > 0.5 * EPSILON, description
+    # Two of three models move, each tight at epsilon/3, so the pair holds 2/3 of
+    # the claim; above 1/3 shows the audit sees both moved models, not just one.
+    assert eps_lb > 0.4 * EPSILON, description
 
 
 @pytest.mark.slow
