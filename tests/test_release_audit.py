@@ -18,7 +18,7 @@ Covered here (every configuration in ``AUDITED``):
   DPGridSearch the selected estimator and ``best_index_``/``best_params_``)
   compared by shape and dtype only; identical warnings (none from dpsk with
   declared classes); no exception; identical ledger entries;
-* ``feature_names_in_`` with a DataFrame input;
+* ``feature_names_in_`` with a DataFrame input, and CSR input for the linear models;
 * with ``classes=None``: the ClassesFromDataWarning text is the same on D and D';
 * out-of-domain input (NaN, inf, label outside the declared classes, wrong
   shapes): the same exception type and message for two different data sets
@@ -320,6 +320,21 @@ def test_classes_from_data_warning_is_fixed_text(config):
     categories = [category for category, _ in rec_d.warnings]
     assert ClassesFromDataWarning in categories
     assert rec_d.description == rec_dp.description
+
+
+SPARSE_OK = [c for c in AUDITED if c.name.startswith(("logreg", "huber"))]
+
+
+@pytest.mark.parametrize("config", SPARSE_OK, ids=[c.name for c in SPARSE_OK])
+def test_sparse_neighbours_look_the_same(config):
+    # The linear models also take CSR input, which has its own clipping path.
+    sparse = pytest.importorskip("scipy.sparse")
+    classes = list(range(config.n_classes))
+    for pair_name, (X_d, y_d), (X_dp, y_dp) in neighbour_pairs(config.n_classes):
+        records = [_fit_record(lambda acc: config.make(classes, acc), sparse.csr_matrix(X), y)
+                   for X, y in ((X_d, y_d), (X_dp, y_dp)) for _ in range(3)]
+        _assert_same_observation(records[:3], records[3:], f"{config.name}/{pair_name}/csr")
+        assert _dpsk_warnings(records[0]) == []
 
 
 # -- out-of-domain input ------------------------------------------------------------------
