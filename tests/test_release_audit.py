@@ -1,0 +1,684 @@
+"""Release audit: what leaves a fit must not depend on the private data.
+
+The library's rule: everything observable after ``fit`` -- the fitted attributes,
+the pickle, ``get_params()``, warnings, exceptions and the spend on the ledger --
+is a function of the public parameters, the public metadata (n_samples,
+n_features, dtypes, declared classes, declared bounds) and the noisy release.
+This module checks that rule on neighbouring data sets, estimator by estimator.
+
+Covered here (every configuration in ``AUDITED``):
+
+* neighbours D, D' that differ in one row, three kinds: a label change, a row
+  far above ``data_norm`` (clipped), and a row whose label is a declared class
+  that occurs nowhere else in D';
+* for each pair, ~10 fits per side with fresh noise (``random_state=None``):
+  identical fitted attribute names; identical non-release attributes
+  (``classes_``, ``n_features_in_``, ``privacy_spent_``, ``candidate_params_``,
+  ...); release (``coef_``, ``intercept_``, ``random_weights_``, and for
+  DPGridSearch the selected estimator and ``best_index_``/``best_params_``)
+  compared by shape and dtype only; identical warnings (none from dpsk with
+  declared classes); no exception; identical ledger entries;
+* ``feature_names_in_`` with a DataFrame input, and CSR input for the linear models;
+* with ``classes=None``: the ClassesFromDataWarning text is the same on D and D';
+* out-of-domain input (NaN, inf, label outside the declared classes, wrong
+  shapes): the same exception type and message for two different data sets
+  with the same defect, and nothing charged;
+* the pickle and ``get_params(deep=True)``: no numpy random generator,
+  bit generator, SeedSequence, RandomState or ``dpsk._random.NoiseSource``
+  (pickle opcodes scanned with ``pickletools.genops``, cross-checked against
+  the classes an unpickler actually loads);
+* randomness: ``random_state=None`` gives fresh releases, a numpy Generator is
+  refused (TypeError) instead of replaying its noise, an int seed reproduces
+  the release exactly (documented test mode), and with an int seed the public
+  ``random_weights_`` are identical on D and D';
+* regression tests for the five attacks of the earlier audit (replayable noise
+  in the saved model; ``n_iter_``; free data-dependent failures; ``classes_``
+  from y; the clipping warning) and the smaller ones (DPGridSearch checking
+  only the first candidate for learned pipeline steps; kernel frequencies and
+  noise sharing one seed).
+
+To audit a new estimator, add one ``Config`` line to ``AUDITED``.
+"""
+
+import pickle
+import pickletools
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+
+import dpsk
+import dpsk.kernel._random_features as kernel_module
+import dpsk.linear_model._base as linear_base
+from dpsk import (
+    BudgetAccountant,
+    DPGridSearch,
+    DPHuberSVM,
+    DPKernelClassifier,
+    DPLogisticRegression,
+    PrivateFitError,
+)
+from dpsk._random import NoiseSource
+from dpsk._validation import ClassesFromDataWarning
+
+
+@dataclass(frozen=True)
+class Config:
+    """One audited estimator configuration.
+
+    ``make(classes, accountant, random_state)`` builds an unfitted estimator;
+    ``n_classes`` is 2 or 3 (the declared classes are ``range(n_classes)``).
+    """
+
+    name: str
+    make: object
+    n_classes: int = 2
+
+
+def _grid(estimator, grid, refit):
+    def make(classes, accountant, random_state=None):
+        inner = estimator(classes)
+        return DPGridSearch(inner, grid, epsilon=1.0, refit=refit, accountant=accountant,
+                            random_state=random_state)
+    return make
+
+
+def _pipe(classes):
+    # A data-independent step in front of the private model (allowed by default).
+    return Pipeline([("pre", FunctionTransformer()),
+                     ("clf", DPLogisticRegression(classes=classes, alpha=0.1))])
+
+
+def _simple(cls, **params):
+    def make(classes, accountant, random_state=None):
+        return cls(classes=classes, accountant=accountant, random_state=random_state, **params)
+    return make
+
+
+AUDITED = [
+    Config("logreg-objective-binary", _simple(DPLogisticRegression, alpha=0.1)),
+    Config("logreg-objective-binary-nointercept",
+           _simple(DPLogisticRegression, alpha=0.1, fit_intercept=False)),
+    Config("logreg-output-binary", _simple(DPLogisticRegression, alpha=0.1, perturbation="output")),
+    Config("logreg-output-binary-nointercept",
+           _simple(DPLogisticRegression, alpha=0.1, perturbation="output", fit_intercept=False)),
+    Config("logreg-objective-3class", _simple(DPLogisticRegression, alpha=0.1), 3),
+    Config("logreg-objective-3class-nointercept",
+           _simple(DPLogisticRegression, alpha=0.1, fit_intercept=False), 3),
+    Config("logreg-output-3class",
+           _simple(DPLogisticRegression, alpha=0.1, perturbation="output"), 3),
+    Config("logreg-output-3class-nointercept",
+           _simple(DPLogisticRegression, alpha=0.1, perturbation="output", fit_intercept=False),
+           3),
+    Config("huber-objective", _simple(DPHuberSVM, alpha=0.1)),
+    Config("huber-output", _simple(DPHuberSVM, alpha=0.1, perturbation="output")),
+    Config("kernel-logistic", _simple(DPKernelClassifier, n_components=10, loss="logistic")),
+    Config("kernel-huber", _simple(DPKernelClassifier, n_components=10, loss="huber"), 3),
+    Config("grid-plain-norefit",
+           _grid(lambda c: DPLogisticRegression(classes=c), {"alpha": [0.01, 0.1]}, False)),
+    Config("grid-plain-refit",
+           _grid(lambda c: DPLogisticRegression(classes=c), {"alpha": [0.01, 0.1]}, True)),
+    Config("grid-pipeline-norefit", _grid(_pipe, {"clf__alpha": [0.01, 0.1]}, False), 3),
+    Config("grid-pipeline-refit", _grid(_pipe, {"clf__alpha": [0.01, 0.1]}, True)),
+]
+
+#: The noisy release: compared by shape and dtype only.
+RELEASE = {"coef_", "intercept_"}
+#: Public randomness drawn fresh at every fit (shape and dtype only).
+FRESH_PUBLIC = {"random_weights_"}
+#: DPGridSearch's private selection (type only; the selected model is a release).
+SELECTION = {"best_index_", "best_params_", "best_estimator_"}
+
+N_FITS = 10
+N_ROWS, N_FEATURES = 60, 3
+DATA_NORM = 1.0
+
+
+# -- data ---------------------------------------------------------------------------------
+
+
+def _base_data(n_classes, seed=0, n=N_ROWS):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, N_FEATURES))
+    X *= rng.uniform(0.1, 1.0, size=(n, 1)) / np.linalg.norm(X, axis=1, keepdims=True)
+    y = rng.integers(0, n_classes, size=n)
+    y[:n_classes] = np.arange(n_classes)  # every class occurs in D
+    return X, y
+
+
+def neighbour_pairs(n_classes, seed=0):
+    """(name, D, D') pairs of neighbours that differ in row 0 only."""
+    X, y = _base_data(n_classes, seed)
+    pairs = []
+    y_flip = y.copy()
+    y_flip[0] = (y[0] + 1) % n_classes
+    pairs.append(("label-change", (X, y), (X, y_flip)))
+    X_far = X.copy()
+    X_far[0] = 1e6 * np.ones(N_FEATURES)  # far above data_norm: clipped silently
+    pairs.append(("far-row", (X, y), (X_far, y)))
+    # D lacks the last declared class entirely; D' has it in row 0 only.
+    new = n_classes - 1
+    y_without = np.where(y == new, 0, y)
+    y_with = y_without.copy()
+    y_with[0] = new
+    pairs.append(("new-declared-class", (X, y_without), (X, y_with)))
+    return pairs
+
+
+# -- the harness --------------------------------------------------------------------------
+
+
+@dataclass
+class FitRecord:
+    """What an observer sees of one fit."""
+
+    model: object
+    description: object
+    warnings: list
+    exception: tuple
+    spends: list = field(default_factory=list)
+
+
+def _fit_record(estimator_factory, X, y):
+    """Fit ``estimator_factory(accountant)`` on (X, y) with its own ledger; record
+    the fitted description, every warning, the exception (type, text) and the spends."""
+    accountant = BudgetAccountant()
+    model = estimator_factory(accountant)
+    exception = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            model.fit(X, y)
+        except Exception as exc:  # the point is to compare them
+            exception = (type(exc), str(exc))
+    seen = [(w.category, str(w.message)) for w in caught]
+    description = None if exception else describe(model)
+    return FitRecord(model, description, seen, exception, accountant.spends)
+
+
+def describe(obj, selected=False):
+    """A comparable picture of a fitted estimator: everything an observer may compare.
+
+    The release is reduced to shape and dtype, as is the private selection of
+    DPGridSearch; every other attribute is kept exactly. ``selected`` marks the
+    model DPGridSearch chose, whose hyperparameters are part of the selection.
+    """
+    if isinstance(obj, Pipeline):
+        return ("Pipeline", [(name, describe(step, selected)) for name, step in obj.steps])
+    if isinstance(obj, BaseEstimator):
+        params = set(obj.get_params(deep=False))
+        out = {"__class__": type(obj).__name__}
+        for key, value in vars(obj).items():
+            if key in RELEASE or key in FRESH_PUBLIC:
+                out[key] = ("release", np.shape(value), np.asarray(value).dtype.str)
+            elif key == "best_estimator_":
+                out[key] = describe(value, selected=True)
+            elif key in SELECTION:
+                out[key] = ("selection", type(value).__name__)
+            elif key in params and selected:
+                out[key] = ("selected-param", type(value).__name__)
+            else:
+                out[key] = _describe_value(value)
+        return out
+    return _describe_value(obj)
+
+
+def _describe_value(value):
+    if isinstance(value, BudgetAccountant):
+        return "BudgetAccountant"  # one ledger per data set: identity differs by design
+    if isinstance(value, (BaseEstimator, Pipeline)):
+        return describe(value)
+    if isinstance(value, np.ndarray):
+        return ("array", value.shape, value.dtype.str, value.tobytes()
+                if value.dtype != object else tuple(map(repr, value)))
+    if isinstance(value, dict):
+        return {k: _describe_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_describe_value(v) for v in value))
+    return (type(value).__name__, repr(value))
+
+
+def _dpsk_warnings(record):
+    return [w for w in record.warnings if _is_dpsk_category(w[0])]
+
+
+def _is_dpsk_category(category):
+    return category.__module__.startswith("dpsk") or category is UserWarning
+
+
+def _assert_same_observation(records_d, records_d_prime, context):
+    reference = records_d[0]
+    assert reference.exception is None, (context, reference.exception)
+    for side, records in (("D", records_d), ("D'", records_d_prime)):
+        for i, record in enumerate(records):
+            where = f"{context}, {side} fit {i}"
+            assert record.exception is None, (where, record.exception)
+            assert set(vars(record.model)) == set(vars(reference.model)), where
+            assert record.description == reference.description, where
+            assert record.warnings == reference.warnings, where
+            assert record.spends == reference.spends, where
+
+
+# -- the neighbour audit ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config", AUDITED, ids=[c.name for c in AUDITED])
+def test_neighbours_look_the_same(config):
+    classes = list(range(config.n_classes))
+
+    def factory(accountant):
+        return config.make(classes, accountant)
+
+    for pair_name, (X_d, y_d), (X_dp, y_dp) in neighbour_pairs(config.n_classes):
+        records_d = [_fit_record(factory, X_d, y_d) for _ in range(N_FITS)]
+        records_dp = [_fit_record(factory, X_dp, y_dp) for _ in range(N_FITS)]
+        _assert_same_observation(records_d, records_dp, f"{config.name}/{pair_name}")
+        # Declared classes: nothing for dpsk to warn about, on either side.
+        assert _dpsk_warnings(records_d[0]) == [], (pair_name, records_d[0].warnings)
+        assert records_d[0].spends == [records_d[0].model.privacy_spent_]
+        assert list(records_d[0].model.classes_) == classes
+        # Fresh noise: ten releases on one data set are not all the same.
+        coefs = {_release_bytes(r.model) for r in records_d}
+        assert len(coefs) == N_FITS, pair_name
+
+
+def _release_bytes(model):
+    if isinstance(model, DPGridSearch):
+        model = model.best_estimator_
+    if isinstance(model, Pipeline):
+        model = model[-1]
+    return model.coef_.tobytes() + model.intercept_.tobytes()
+
+
+@pytest.mark.parametrize("config", AUDITED, ids=[c.name for c in AUDITED])
+def test_dataframe_feature_names(config):
+    pd = pytest.importorskip("pandas")
+    classes = list(range(config.n_classes))
+    (_, (X_d, y_d), (X_dp, y_dp)) = neighbour_pairs(config.n_classes)[0]
+    columns = [f"f{i}" for i in range(N_FEATURES)]
+    records = [
+        _fit_record(lambda acc: config.make(classes, acc), pd.DataFrame(X, columns=columns), y)
+        for X, y in ((X_d, y_d), (X_dp, y_dp)) for _ in range(3)
+    ]
+    _assert_same_observation(records[:3], records[3:], config.name)
+    assert list(records[0].model.feature_names_in_) == columns
+
+
+@pytest.mark.parametrize("config", AUDITED[::3], ids=[c.name for c in AUDITED[::3]])
+def test_classes_from_data_warning_is_fixed_text(config):
+    # classes=None is the documented leak of the label set; the warning itself
+    # must still not depend on the data (same text when the label set is the same).
+    (_, (X_d, y_d), (X_dp, y_dp)) = neighbour_pairs(config.n_classes)[0]
+    rec_d = _fit_record(lambda acc: config.make(None, acc), X_d, y_d)
+    rec_dp = _fit_record(lambda acc: config.make(None, acc), X_dp, y_dp)
+    assert rec_d.exception is None and rec_dp.exception is None
+    assert rec_d.warnings == rec_dp.warnings
+    categories = [category for category, _ in rec_d.warnings]
+    assert ClassesFromDataWarning in categories
+    assert rec_d.description == rec_dp.description
+
+
+SPARSE_OK = [c for c in AUDITED if c.name.startswith(("logreg", "huber"))]
+
+
+@pytest.mark.parametrize("config", SPARSE_OK, ids=[c.name for c in SPARSE_OK])
+def test_sparse_neighbours_look_the_same(config):
+    # The linear models also take CSR input, which has its own clipping path.
+    sparse = pytest.importorskip("scipy.sparse")
+    classes = list(range(config.n_classes))
+    for pair_name, (X_d, y_d), (X_dp, y_dp) in neighbour_pairs(config.n_classes):
+        records = [_fit_record(lambda acc: config.make(classes, acc), sparse.csr_matrix(X), y)
+                   for X, y in ((X_d, y_d), (X_dp, y_dp)) for _ in range(3)]
+        _assert_same_observation(records[:3], records[3:], f"{config.name}/{pair_name}/csr")
+        assert _dpsk_warnings(records[0]) == []
+
+
+# -- out-of-domain input ------------------------------------------------------------------
+
+
+def _defects(n_classes, seed):
+    """Out-of-domain versions of a data set; the defect sits in a seed-dependent row."""
+    X, y = _base_data(n_classes, seed)
+    row = 5 + seed
+    out = {}
+    X_nan = X.copy()
+    X_nan[row, 1] = np.nan
+    out["nan"] = (X_nan, y)
+    X_inf = X.copy()
+    X_inf[row, 0] = np.inf
+    out["inf"] = (X_inf, y)
+    y_bad = y.copy()
+    y_bad[row] = n_classes + 7  # not a declared class
+    out["undeclared-label"] = (X, y_bad)
+    out["short-y"] = (X, y[:-1])
+    out["3d-X"] = (X[:, :, None], y)
+    out["2d-y"] = (X, np.column_stack([y, y]))
+    return out
+
+
+@pytest.mark.parametrize("config", AUDITED, ids=[c.name for c in AUDITED])
+def test_out_of_domain_refused_alike_and_free(config):
+    classes = list(range(config.n_classes))
+    first, second = _defects(config.n_classes, 0), _defects(config.n_classes, 1)
+    for defect in first:
+        records = [_fit_record(lambda acc: config.make(classes, acc), X, y)
+                   for X, y in (first[defect], second[defect])]
+        for record in records:
+            assert record.exception is not None, defect
+            assert record.exception[0] is not PrivateFitError, (defect, record.exception)
+            assert record.spends == [], defect
+        assert records[0].exception == records[1].exception, defect
+        assert records[0].warnings == records[1].warnings, defect
+
+
+def _leaky_defects(n_classes, seed):
+    """Out-of-domain inputs whose scikit-learn refusal message quotes the input."""
+    X, y = _base_data(n_classes, seed)
+    X_str = X.astype(object)
+    X_str[3, 1] = f"patient-{seed}"  # a stray string cell, e.g. a name
+    X_complex = X.astype(complex)
+    X_complex[3, 1] += 1j
+    return {"1d-X": (X[:, 0], y), "string-cell": (X_str, y), "complex": (X_complex, y)}
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: out-of-domain X is refused (free, before the spend) with scikit-learn's "
+    "message, which quotes the training data: a 1-d X prints every value ('Expected "
+    "2D array, got 1D array instead: array=[...]'), a complex X prints the array "
+    "('Complex data not supported\\n[[...]]'), a string cell prints the string "
+    "('could not convert string to float: ...')"))
+@pytest.mark.parametrize("defect", ["1d-X", "string-cell", "complex"])
+@pytest.mark.parametrize("config", AUDITED, ids=[c.name for c in AUDITED])
+def test_refusal_message_does_not_quote_the_data(config, defect):
+    classes = list(range(config.n_classes))
+    records = [_fit_record(lambda acc: config.make(classes, acc), *_leaky_defects(
+        config.n_classes, seed)[defect]) for seed in (0, 1)]
+    for record in records:
+        assert record.exception is not None and record.spends == []
+    assert records[0].exception == records[1].exception
+
+
+# -- the saved model ----------------------------------------------------------------------
+
+_FORBIDDEN_TYPES = (np.random.Generator, np.random.BitGenerator, np.random.SeedSequence,
+                    np.random.RandomState, NoiseSource)
+
+
+def pickle_globals(data):
+    """(module, name) of every GLOBAL / STACK_GLOBAL in a pickle, via pickletools.
+
+    STACK_GLOBAL takes its two strings from the stack, where the pickler may
+    have put them by memo reference (BINGET), so a small model of the string
+    pushes and of the memo is kept.
+    """
+    found, memo, stack = set(), {}, []
+    string_ops = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE",
+                  "SHORT_BINSTRING", "BINSTRING", "STRING"}
+    for op, arg, _ in pickletools.genops(data):
+        if op.name in ("FRAME", "PROTO", "MARK"):
+            continue
+        if op.name == "GLOBAL":
+            module, name = arg.split(" ", 1)
+            found.add((module, name))
+            stack.append(None)
+        elif op.name == "STACK_GLOBAL":
+            module, name = stack[-2], stack[-1]
+            assert isinstance(module, str) and isinstance(name, str), "lost track of the stack"
+            found.add((module, name))
+            stack.append(None)
+        elif op.name in string_ops:
+            stack.append(arg)
+        elif op.name in ("BINGET", "LONG_BINGET", "GET"):
+            stack.append(memo.get(arg))
+        elif op.name == "MEMOIZE":
+            memo[len(memo)] = stack[-1] if stack else None
+        elif op.name in ("BINPUT", "LONG_BINPUT", "PUT"):
+            memo[arg] = stack[-1] if stack else None
+        else:
+            stack.append(None)
+    return found
+
+
+def loaded_globals(data):
+    """The classes and functions an unpickler actually looks up (cross-check)."""
+    seen = set()
+
+    class Recorder(pickle.Unpickler):
+        def find_class(self, module, name):
+            seen.add((module, name))
+            return super().find_class(module, name)
+
+    import io
+    Recorder(io.BytesIO(data)).load()
+    return seen
+
+
+def _forbidden_globals(globals_):
+    return {(m, n) for m, n in globals_
+            if m.startswith("numpy.random") or m.startswith("dpsk._random")
+            or n in ("NoiseSource", "Generator", "RandomState", "SeedSequence")}
+
+
+def reachable_objects(root, limit=100000):
+    """Every object reachable from ``root`` through attributes and containers."""
+    seen, todo, out = set(), [root], []
+    while todo and len(out) < limit:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        out.append(obj)
+        if isinstance(obj, dict):
+            todo.extend(obj.keys())
+            todo.extend(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            todo.extend(obj)
+        elif isinstance(obj, np.ndarray):
+            if obj.dtype == object:
+                todo.extend(obj.ravel().tolist())
+        elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+            todo.extend(vars(obj).values())
+    return out
+
+
+def _params_objects(model):
+    return reachable_objects(model.get_params(deep=True))
+
+
+@pytest.mark.parametrize("config", AUDITED, ids=[c.name for c in AUDITED])
+@pytest.mark.parametrize("random_state", [None, 3])
+def test_saved_model_holds_no_noise_generator(config, random_state):
+    # The attacker's script: pickle the released model, unpickle it, and look
+    # for anything that could regenerate the noise.
+    X, y = _base_data(config.n_classes)
+    model = config.make(list(range(config.n_classes)), BudgetAccountant(),
+                        random_state=random_state).fit(X, y)
+    data = pickle.dumps(model)
+    from_opcodes = pickle_globals(data)
+    assert from_opcodes == loaded_globals(data)  # the opcode scan misses nothing
+    assert _forbidden_globals(from_opcodes) == set()
+    restored = pickle.loads(data)
+    for obj in reachable_objects(restored) + _params_objects(restored) + _params_objects(model):
+        assert not isinstance(obj, _FORBIDDEN_TYPES), type(obj)
+
+
+def test_pickle_scan_finds_a_planted_generator():
+    # Power check of the scan: a Generator (and a NoiseSource) hidden in a
+    # model's __dict__ must be found by both scans.
+    model = DPLogisticRegression(classes=[0, 1], accountant=BudgetAccountant())
+    model._hidden = [{"g": np.random.default_rng(0)}, NoiseSource.seeded(1)]
+    data = pickle.dumps(model)
+    assert pickle_globals(data) == loaded_globals(data)
+    found = _forbidden_globals(pickle_globals(data))
+    assert any(m.startswith("numpy.random") for m, _ in found)
+    assert ("dpsk._random", "NoiseSource") in found
+    assert any(isinstance(o, np.random.Generator) for o in reachable_objects(model))
+
+
+# -- randomness modes ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config", AUDITED, ids=[c.name for c in AUDITED])
+def test_random_state_modes(config):
+    classes = list(range(config.n_classes))
+    X, y = _base_data(config.n_classes)
+    (_, _, (X_dp, y_dp)) = neighbour_pairs(config.n_classes)[0]
+    # Fresh noise: two fits on the same data differ.
+    fresh = [config.make(classes, BudgetAccountant()).fit(X, y) for _ in range(2)]
+    assert _release_bytes(fresh[0]) != _release_bytes(fresh[1])
+    # A Generator with a known state is refused, before anything is spent.
+    for make_rng in (lambda: np.random.default_rng(0), lambda: np.random.RandomState(0),
+                     lambda: np.random.SeedSequence(0)):
+        accountant = BudgetAccountant()
+        with pytest.raises(TypeError):
+            config.make(classes, accountant, random_state=make_rng()).fit(X, y)
+        assert accountant.spends == []
+    # An int seed reproduces exactly (documented test mode, not private).
+    seeded = [config.make(classes, BudgetAccountant(), random_state=7).fit(X, y)
+              for _ in range(2)]
+    assert _release_bytes(seeded[0]) == _release_bytes(seeded[1])
+    # ... and the public randomness does not depend on the data.
+    other = config.make(classes, BudgetAccountant(), random_state=7).fit(X_dp, y_dp)
+    inner = [_final(m) for m in (seeded[0], other)]
+    if hasattr(inner[0], "random_weights_"):
+        np.testing.assert_array_equal(inner[0].random_weights_, inner[1].random_weights_)
+
+
+def _final(model):
+    if isinstance(model, DPGridSearch):
+        model = model.best_estimator_
+    return model[-1] if isinstance(model, Pipeline) else model
+
+
+# -- regression tests for the attacks of the earlier audit ----------------------------------
+
+
+def _binary():
+    return _base_data(2)
+
+
+def test_attack_noise_replay_from_saved_model():
+    # Attack 1: the saved model carried the noise generator. Fit with the
+    # default (secure) noise, save, load, and try to redraw the noise from
+    # anything inside: there is nothing to redraw it from.
+    X, y = _binary()
+    model = DPLogisticRegression(classes=[0, 1], accountant=BudgetAccountant()).fit(X, y)
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored.get_params()["random_state"] is None
+    candidates = [o for o in reachable_objects(restored)
+                  if hasattr(o, "standard_normal") or hasattr(o, "bit_generator")
+                  or hasattr(o, "generate_state") or hasattr(o, "gamma")]
+    assert candidates == []
+
+
+def test_attack_iteration_count_is_gone():
+    # Attack 2: n_iter_ was a noise-free function of the data.
+    X, y = _binary()
+    for make in (DPLogisticRegression, DPHuberSVM, DPKernelClassifier):
+        model = make(classes=[0, 1], accountant=BudgetAccountant()).fit(X, y)
+        assert not hasattr(model, "n_iter_")
+        assert "max_iter" not in model.get_params()
+        assert not any(k.startswith("n_iter") for k in vars(model))
+
+
+@pytest.mark.parametrize("perturbation", [
+    pytest.param("output", marks=pytest.mark.xfail(strict=False, reason=(
+        "waits for the total solver: today the output-perturbation solve fails "
+        "(PrivateFitError, charged) on D and succeeds on D', so failure itself "
+        "reveals the flipped label with certainty"))),
+    "objective",
+])
+def test_attack_data_dependent_failure_hard_huber(perturbation):
+    # Attack 3: a hard problem (tiny h and alpha) failed on D' but not on D, and
+    # the failure was free. Both must succeed now and look alike.
+    (_, (X_d, y_d), (X_dp, y_dp)) = neighbour_pairs(2)[0]
+
+    def factory(acc):
+        return DPHuberSVM(h=1e-4, alpha=1e-4, perturbation=perturbation, classes=[0, 1],
+                          accountant=acc)
+
+    _assert_same_observation([_fit_record(factory, X_d, y_d) for _ in range(3)],
+                             [_fit_record(factory, X_dp, y_dp) for _ in range(3)],
+                             "hard Huber")
+
+
+def test_attack_failure_after_spend_is_charged_and_opaque(monkeypatch):
+    # Attack 3, the other half: if the release fails anyway, the observer learns
+    # only a fixed message, and the budget is charged.
+    X, y = _binary()
+
+    def failing(Z, *args, **kwargs):
+        raise ArithmeticError(f"secret margin {float(Z[0, 0])!r}")
+
+    monkeypatch.setattr(linear_base, "private_erm", failing)
+    messages = []
+    for X_used in (X, X[::-1].copy()):
+        accountant = BudgetAccountant()
+        model = DPLogisticRegression(classes=[0, 1], accountant=accountant, epsilon=0.5)
+        with pytest.raises(PrivateFitError) as info:
+            model.fit(X_used, y)
+        assert info.value.__cause__ is None and info.value.__context__ is None
+        assert "secret" not in str(info.value)
+        assert accountant.spends == [(0.5, 0.0)]
+        assert not hasattr(model, "coef_")
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_attack_classes_from_labels():
+    # Attack 4: one row's label becoming a new (declared) class changed classes_
+    # and the number of one-vs-rest models.
+    (_, (X_d, y_d), (X_dp, y_dp)) = neighbour_pairs(3)[2]
+    assert 2 not in y_d and list(y_dp).count(2) == 1
+    shapes = set()
+    for X, y in ((X_d, y_d), (X_dp, y_dp)):
+        model = DPLogisticRegression(classes=[0, 1, 2], accountant=BudgetAccountant()).fit(X, y)
+        shapes.add((tuple(model.classes_), model.coef_.shape, model.intercept_.shape))
+    assert shapes == {((0, 1, 2), (3, N_FEATURES), (3,))}
+
+
+def test_attack_clipping_warning():
+    # Attack 5: the clipping warning counted clipped rows. No warning text may
+    # differ between D and a D' with one row far outside data_norm.
+    (_, (X_d, y_d), (X_dp, y_dp)) = neighbour_pairs(2)[1]
+    for make in (DPLogisticRegression, DPHuberSVM, DPKernelClassifier):
+        seen = [_fit_record(lambda acc: make(classes=[0, 1], accountant=acc), X, y).warnings
+                for X, y in ((X_d, y_d), (X_dp, y_dp))]
+        assert seen == [[], []]
+
+
+def test_attack_grid_learned_step_in_later_candidate():
+    # Only the first candidate used to be checked for learned pipeline steps.
+    X, y = _binary()
+    accountant = BudgetAccountant()
+    search = DPGridSearch(
+        Pipeline([("pre", FunctionTransformer()), ("clf", DPLogisticRegression(classes=[0, 1]))]),
+        {"pre": [FunctionTransformer(), StandardScaler()]}, accountant=accountant,
+    )
+    with pytest.raises(ValueError, match="learn"):
+        search.fit(X, y)
+    assert accountant.spends == []
+    assert not hasattr(search, "best_estimator_")
+
+
+def test_attack_kernel_frequencies_independent_of_noise(monkeypatch):
+    # The frequencies and the noise shared one seed, so publishing the
+    # frequencies published the noise stream. Swap the noise source: the
+    # frequencies must not move, the release must.
+    X, y = _binary()
+    releases = []
+    for noise_seed in (1, 2):
+        monkeypatch.setattr(kernel_module, "noise_source",
+                            lambda random_state, s=noise_seed: NoiseSource.seeded(s))
+        model = DPKernelClassifier(n_components=10, classes=[0, 1], random_state=5,
+                                   accountant=BudgetAccountant()).fit(X, y)
+        releases.append(model)
+    np.testing.assert_array_equal(releases[0].random_weights_, releases[1].random_weights_)
+    assert not np.array_equal(releases[0].coef_, releases[1].coef_)
+    expected = kernel_module.sample_frequencies(
+        "rbf", 1.0, 5, N_FEATURES, dpsk._random.public_rng(5))
+    np.testing.assert_array_equal(releases[0].random_weights_, expected)
