@@ -152,9 +152,18 @@ class _Objective:
         self.linear = linear
         self.n = X.shape[0]
         self._row_norms = None
+        self._margins_at = (None, None)
 
     def margins(self, w):
-        return self.y * (self.X @ w)
+        # Newton asks for the margins at the point it just evaluated (Hessian,
+        # line search, certificate): remembering the last ones saves a pass over
+        # X each time. The key is a copy of w, since scipy reuses its arrays.
+        at, z = self._margins_at
+        if at is not None and np.array_equal(at, w):
+            return z
+        z = self.y * (self.X @ w)
+        self._margins_at = (np.array(w, copy=True), z)
+        return z
 
     def _regulariser_gradient(self, w):
         """``lam w + linear`` and its two error-free parts (see ``certificate``).
