@@ -41,12 +41,13 @@ Two paths lead to the point:
    of the iterations, which is *not* rigorously bounded. If the run ends with a
    passing certificate, the point is rigorously within ``tol / lam``.
 
-Limits of floating point. No float64 point can be closer to ``w*`` than about
-``u ||w*||`` per coordinate, and ``lam ||w*|| <= 1 + ||linear||``; so the
-guarantee is only meaningful when ``tol`` is well above
-``sqrt(d) * u * (1 + ||linear||)`` (``u = 2^-53``). For objective perturbation
-at very small epsilon, ``linear = b / n`` can make that bite; the fallback still
-returns, but only its exact-arithmetic statement remains.
+Limits of floating point. The nearest float64 vector to ``w*`` can be
+``u ||w*||`` away (``u = 2^-53``), and ``lam ||w*|| <= 1 + ||linear||``; so the
+radius ``tol / lam`` can be out of reach of every float64 point unless ``tol``
+is well above ``u (1 + ||linear||)``. For objective perturbation at very small
+epsilon on few rows, ``linear = b / n`` can get there (``||b / n|| ~ 1e6`` for
+``tol = 1e-10``); the solver still returns, but only the fallback's
+exact-arithmetic statement may hold.
 
 Memory is O(n + d^2) beyond X: no n x d temporaries (row blocks everywhere).
 """
