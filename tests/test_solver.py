@@ -328,3 +328,31 @@ def test_inputs_outside_the_domain_raise_without_data_in_the_message():
         # Fixed text only: the label set and "> 0" are the numbers allowed.
         message = str(info.value).replace("-1 and +1", "").replace("> 0", "")
         assert not re.search(r"\d|\bnan\b|\binf\b", message)
+
+
+def test_conjugate_gradient_path_for_wide_sparse_data():
+    # d > 2000: Newton steps by conjugate gradients, no dense Hessian.
+    rng = np.random.default_rng(7)
+    n, d = 300, 2500
+    X = sp.random(n, d, density=0.01, format="csr", random_state=rng)
+    X = sp.csr_matrix(X.multiply(1.0 / np.maximum(sp.linalg.norm(X, axis=1), 1.0)[:, None]))
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    linear = rng.standard_normal(d) / n
+    for loss in [LogisticLoss(), HuberLoss(0.5)]:
+        res = minimize_regularized_loss(loss, X, y, 1e-2, linear=linear, tol=1e-10)
+        assert res._path == "newton"
+        assert _Objective(loss, X, y, 1e-2, linear).certified_bound(res.w) <= 1e-10
+
+
+@pytest.mark.slow
+def test_audit_setting_on_adult_certifies_on_the_fast_path():
+    # h = 1e-4, alpha = 1e-4 on all of Adult: continuation in h keeps it on the
+    # certified path (a few seconds) instead of a very long fallback.
+    from dpsk.datasets import load_adult
+
+    X, y = load_adult(return_X_y=True, preprocess=True)
+    X, y = np.asarray(X, dtype=float), np.where(np.asarray(y) > 0, 1.0, -1.0)
+    loss = HuberLoss(1e-4)
+    res = minimize_regularized_loss(loss, X, y, 1e-4, tol=1e-10)
+    assert res._path == "newton"
+    assert _Objective(loss, X, y, 1e-4, None).certified_bound(res.w) <= 1e-10
