@@ -24,9 +24,10 @@ Two paths lead to the point:
 
 1. **Fast path, certified.** L-BFGS-B gets close cheaply, Newton steps (exact
    dense Hessian for ``d <= 2000``, conjugate gradients beyond; a full step
-   when it lowers F, else an exact line search along the Newton direction,
-   which the piecewise-quadratic Huber loss with small ``h`` needs) drive the
-   gradient down. The point is returned only if a *rigorous* upper bound on the
+   when it lowers F, else an exact line search along the Newton direction)
+   drive the gradient down. A Huber loss with ``h < 0.01`` is reached by
+   continuation: solve for ``h = 0.5``, then shrink ``h`` eightfold per
+   warm-started stage (:func:`_continuation_losses`). The point is returned only if a *rigorous* upper bound on the
    exact gradient norm, ``||fl(grad F)(w)|| + E(w)``, is at most ``tol``
    (see :meth:`_Objective.certificate`). Strong convexity then gives
    ``||w - w*|| <= ||grad F(w)|| / lam <= tol / lam`` for the floating-point
@@ -49,7 +50,8 @@ epsilon on few rows, ``linear = b / n`` can get there (``||b / n|| ~ 1e6`` for
 ``tol = 1e-10``); the solver still returns, but only the fallback's
 exact-arithmetic statement may hold.
 
-Memory is O(n + d^2) beyond X: no n x d temporaries (row blocks everywhere).
+Memory is O(n + d^2) beyond X: no n x d temporaries (row blocks everywhere);
+sparse X in a format other than CSR is converted to CSR once.
 """
 
 import math
