@@ -48,7 +48,12 @@ radius ``tol / lam`` can be out of reach of every float64 point unless ``tol``
 is well above ``u (1 + ||linear||)``. For objective perturbation at very small
 epsilon on few rows, ``linear = b / n`` can get there (``||b / n|| ~ 1e6`` for
 ``tol = 1e-10``); the solver still returns, but only the fallback's
-exact-arithmetic statement may hold.
+exact-arithmetic statement may hold. The *certificate* reaches its limit
+sooner: one ulp of ``w`` moves the gradient by up to about ``L u ||w*||``, so
+with a large ``curvature`` (Huber, small ``h``), few rows and a large ``||w*||``
+no float64 point may have ``||grad F|| <= tol`` although many lie within
+``tol / lam``. Such problems go to the fallback (a test checks one in 60-digit
+arithmetic: its distance to ``w*`` is below 1e-7 of the radius).
 
 Memory is O(n + d^2) beyond X: no n x d temporaries (row blocks everywhere);
 sparse X in a format other than CSR is converted to CSR once.
