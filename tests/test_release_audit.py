@@ -581,10 +581,7 @@ def test_attack_iteration_count_is_gone():
 
 
 @pytest.mark.parametrize("perturbation", [
-    pytest.param("output", marks=pytest.mark.xfail(strict=False, reason=(
-        "waits for the total solver: today the output-perturbation solve fails "
-        "(PrivateFitError, charged) on D and succeeds on D', so failure itself "
-        "reveals the flipped label with certainty"))),
+    "output",
     "objective",
 ])
 def test_attack_data_dependent_failure_hard_huber(perturbation):
