@@ -78,6 +78,7 @@ def worker(n, d, seed, repeats, perturbation, tracemalloc_run):
 
     X, y = make_synthetic(n, d, seed)
     rss_before = _maxrss_mb()
+
     def fit():
         return DPLogisticRegression(epsilon=1.0, alpha=1e-3, perturbation=perturbation,
                                     fit_intercept=False, accountant=BudgetAccountant(),

@@ -28,7 +28,8 @@ Two paths lead to the point:
    drive the gradient down. A Huber loss with ``h < 0.01`` is reached by
    continuation: solve for ``h = 0.5``, then shrink ``h`` eightfold per
    warm-started stage (:func:`_continuation_losses`). The point is returned
-   only if a *rigorous* upper bound on the exact gradient norm, ``||fl(grad F)(w)|| + E(w)``, is at most ``tol``
+   only if a *rigorous* upper bound on the exact gradient norm,
+   ``||fl(grad F)(w)|| + E(w)``, is at most ``tol``
    (see :meth:`_Objective.certificate`). Strong convexity then gives
    ``||w - w*|| <= ||grad F(w)|| / lam <= tol / lam`` for the floating-point
    vector ``w`` itself: this path's guarantee holds in floating point.

@@ -639,6 +639,6 @@ def test_estimator_output_low_bits_do_not_leak():
     centre_dp = minimize_regularized_loss(LogisticLoss(), Z_AUDIT, Y_D_PRIME, ALPHA,
                                           tol=1e-10).w[0]
     eps_lb, description = _fp_audit(sampler(Y_D, 0), sampler(Y_D_PRIME, 10**6), centre_dp,
-                                     n_runs=1000)
+                                    n_runs=1000)
     print(f"\n[audit] DPLogisticRegression output, low-order bits: {description}")
     assert eps_lb <= EPSILON, description
