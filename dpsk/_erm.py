@@ -10,9 +10,12 @@ import warnings
 import numpy as np
 
 from ._mechanisms import (
+    add_on_grid,
     gamma_norm_noise,
     objective_perturbation_calibration,
     output_perturbation_beta,
+    release_grid,
+    rounding_radius,
     solver_residual_beta,
 )
 from ._solver import minimize_regularized_loss
@@ -36,11 +39,16 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10):
 
     * ``perturbation="output"``: Algorithm 1 of Chaudhuri, Monteleoni and Sarwate
       (2011), Theorem 1. Minimise ``J``, then add noise of rate
-      ``output_perturbation_beta`` (which includes the solver tolerance).
+      ``output_perturbation_beta`` (which includes the solver tolerance and the
+      rounding to the release grid).
     * ``perturbation="objective"``: Algorithm 2, Theorem 2 (Theorem 7 for the
       Huber loss) with ``(1 - SOLVER_EPSILON_SHARE) * epsilon``; the remaining
       share pays for the gap between the solver's point and the exact minimiser
-      (``solver_residual_beta``). Total: ``epsilon``.
+      and for the rounding (``solver_residual_beta``). Total: ``epsilon``.
+
+    Either way the weights and the last noise are added on a grid
+    (``add_on_grid``): a plain floating-point sum would round to values whose
+    low bits depend on the minimiser (Mironov, 2012).
 
     Parameters
     ----------
@@ -79,9 +87,13 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol):
     if loss.lipschitz > 1:
         raise ValueError("The privacy guarantees need a loss with |l'| <= 1.")
     if perturbation == "output":
+        # The release lives on a grid fixed by public quantities, so that its
+        # floating-point bits say nothing about the minimiser (add_on_grid).
+        grid = release_grid(2.0 * loss.lipschitz / (n * alpha), d)
         solution = minimize_regularized_loss(loss, Z, y, alpha, tol=tol)
-        beta = output_perturbation_beta(epsilon, n, alpha, loss.lipschitz, solver_tol=tol)
-        return solution.w + gamma_norm_noise(d, beta, rng)
+        beta = output_perturbation_beta(epsilon, n, alpha, loss.lipschitz, solver_tol=tol,
+                                        rounding=rounding_radius(grid, d))
+        return add_on_grid(solution.w, gamma_norm_noise(d, beta, rng), grid)
     if perturbation != "objective":
         raise ValueError(f"perturbation must be 'objective' or 'output', got {perturbation!r}.")
 
@@ -94,5 +106,7 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol):
     solution = minimize_regularized_loss(
         loss, Z, y, strong_convexity, linear=b / n, tol=tol
     )
-    beta_residual = solver_residual_beta(epsilon_solver, strong_convexity, tol)
-    return solution.w + gamma_norm_noise(d, beta_residual, rng)
+    grid = release_grid(2.0 * loss.lipschitz / (n * strong_convexity), d)
+    beta_residual = solver_residual_beta(epsilon_solver, strong_convexity, tol,
+                                         rounding=rounding_radius(grid, d))
+    return add_on_grid(solution.w, gamma_norm_noise(d, beta_residual, rng), grid)

@@ -30,6 +30,10 @@ __all__ = [
     "classical_gaussian_sigma",
     "gaussian_delta",
     "gaussian_noise",
+    "release_grid",
+    "rounding_radius",
+    "add_on_grid",
+    "GRID_FRACTION",
 ]
 
 
@@ -71,21 +75,24 @@ def gamma_norm_noise(d, beta, rng):
     return direction * (radius / norm_dir)
 
 
-def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0):
+def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0, rounding=0.0):
     """Rate ``beta`` of the output-perturbation noise (Algorithm 1).
 
-    Guarantee: releasing ``w + b``, with ``w`` any point whose gradient norm of
-    ``J`` is at most ``solver_tol`` and ``b ~ gamma_norm_noise(d, beta)``, is
-    ``epsilon``-differentially private (neighbours differ in one row).
+    Guarantee: releasing ``add_on_grid(w, b, grid)``, with ``w`` any point
+    within ``solver_tol / alpha`` of the exact minimiser of ``J``,
+    ``b ~ gamma_norm_noise(d, beta)`` and ``rounding = rounding_radius(grid,
+    d)``, is ``epsilon``-differentially private (neighbours differ in one row).
 
     Why: by Corollary 1 of Chaudhuri et al. (2011) the exact minimiser ``w*``
     of an ``alpha``-strongly convex ``J`` with ``||x|| <= 1`` and
     ``|l'| <= lipschitz`` moves by at most ``2 * lipschitz / (n * alpha)``
-    between neighbours (Theorem 1). An inexact solution lies within
-    ``solver_tol / alpha`` of ``w*`` (strong convexity), so its sensitivity is
-    at most ``2 * lipschitz / (n * alpha) + 2 * solver_tol / alpha``; the noise
-    with ``beta = epsilon / sensitivity`` masks that (the paper's
-    ``beta = n * alpha * epsilon / 2`` when ``solver_tol = 0``).
+    between neighbours (Theorem 1). The solver's point lies within
+    ``solver_tol / alpha`` of ``w*`` (``dpsk._solver``), and rounding it to the
+    release grid moves it by at most ``rounding``, so the rounded point moves by
+    at most ``2 * lipschitz / (n * alpha) + 2 * solver_tol / alpha +
+    2 * rounding``; :func:`add_on_grid` shows why noise with ``beta = epsilon /
+    sensitivity`` masks that on the grid (the paper's ``beta = n * alpha *
+    epsilon / 2`` when the last two terms are 0).
 
     Parameters
     ----------
@@ -98,8 +105,11 @@ def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0):
     lipschitz : float, default=1.0
         Bound on ``|l'|`` times the row-norm bound.
     solver_tol : float, default=0.0
-        Bound on the gradient norm the solver is guaranteed to reach; it must be
-        fixed before seeing the data.
+        The solver's tolerance: its point is within ``solver_tol / alpha`` of
+        the exact minimiser. Fixed before seeing the data.
+    rounding : float, default=0.0
+        How far rounding to the release grid can move a point
+        (:func:`rounding_radius`).
 
     Returns
     -------
@@ -108,7 +118,10 @@ def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0):
     _check_positive(epsilon=epsilon, n=n, alpha=alpha, lipschitz=lipschitz)
     if not solver_tol >= 0:
         raise ValueError(f"solver_tol must be >= 0, got {solver_tol!r}.")
-    sensitivity = 2.0 * lipschitz / (n * alpha) + 2.0 * solver_tol / alpha
+    if not rounding >= 0:
+        raise ValueError(f"rounding must be >= 0, got {rounding!r}.")
+    sensitivity = (2.0 * lipschitz / (n * alpha) + 2.0 * solver_tol / alpha
+                   + 2.0 * rounding)
     return epsilon / sensitivity
 
 
@@ -176,21 +189,26 @@ def objective_perturbation_calibration(epsilon, n, alpha, curvature):
     )
 
 
-def solver_residual_beta(epsilon, strong_convexity, solver_tol):
+def solver_residual_beta(epsilon, strong_convexity, solver_tol, rounding=0.0):
     """Rate of the extra noise that covers an inexact objective-perturbation solve.
 
     Guarantee: if the exact perturbed minimiser ``w*`` is ``eps1``-DP and the
-    released point ``w = w* + e`` satisfies ``||e|| <= r = solver_tol /
-    strong_convexity`` (the solver reached gradient norm ``solver_tol`` on a
-    ``strong_convexity``-strongly convex objective), then releasing
-    ``w + b'`` with ``b' ~ gamma_norm_noise(d, beta)``, ``beta = epsilon / (2r)``,
-    is ``(eps1 + epsilon)``-DP.
+    solver's point ``w = w* + e`` satisfies ``||e|| <= solver_tol /
+    strong_convexity``, then releasing ``add_on_grid(w, b', grid)`` with
+    ``b' ~ gamma_norm_noise(d, beta)``, ``beta = epsilon / (2 r)``, ``r =
+    solver_tol / strong_convexity + rounding`` and ``rounding =
+    rounding_radius(grid, d)``, is ``(eps1 + epsilon)``-DP.
 
-    Why: conditioned on ``w* = v`` the density of the release at ``u`` is an
-    average of ``exp(-beta ||u - v - e||)`` terms, each within a factor
-    ``exp(beta r)`` of ``exp(-beta ||u - v||)``; the latter is the same for both
-    neighbours, so the data-dependent ``e`` costs at most ``exp(2 beta r)`` =
-    ``exp(epsilon)`` on top of the ``exp(eps1)`` of ``w*``. This is the pure-DP
+    Why: for a given data set ``D`` the solver's point is a function of the
+    exact minimiser, ``w = v + e_D(v)``, so the release is a randomised map
+    ``K_D`` applied to ``w* = v``. For neighbours ``D, D'`` and the same ``v``,
+    the rounded points ``g_D = round(v + e_D)`` and ``g_D' = round(v + e_D')``
+    differ coordinate-wise by at most ``|e_D - e_D'|_j + grid``, so by at most
+    ``2 solver_tol / strong_convexity + sqrt(d) grid = 2 r`` in norm; by the
+    cell argument of :func:`add_on_grid`, ``K_D(u | v) <= exp(2 beta r)
+    K_D'(u | v) = exp(epsilon) K_D'(u | v)``. ``K_D'`` is one fixed randomised
+    map, so applying it to the ``eps1``-DP ``w*`` of ``D`` or of ``D'`` costs
+    ``exp(eps1)``: together ``exp(eps1 + epsilon)``. This is the pure-DP
     analogue of the inexact-solver argument of Lowy and Razaviyayn (2021) and of
     "approximate minima perturbation" (Iyengar et al., 2019).
 
@@ -201,8 +219,10 @@ def solver_residual_beta(epsilon, strong_convexity, solver_tol):
     strong_convexity : float
         Strong-convexity modulus of the solved objective, > 0.
     solver_tol : float
-        Gradient-norm bound the solver is guaranteed to reach, > 0, fixed before
-        seeing the data.
+        The solver's tolerance, > 0, fixed before seeing the data: its point is
+        within ``solver_tol / strong_convexity`` of the exact minimiser.
+    rounding : float, default=0.0
+        :func:`rounding_radius` of the release grid.
 
     Returns
     -------
@@ -211,8 +231,87 @@ def solver_residual_beta(epsilon, strong_convexity, solver_tol):
     _check_positive(
         epsilon=epsilon, strong_convexity=strong_convexity, solver_tol=solver_tol
     )
-    radius = solver_tol / strong_convexity
+    if not rounding >= 0:
+        raise ValueError(f"rounding must be >= 0, got {rounding!r}.")
+    radius = solver_tol / strong_convexity + rounding
     return epsilon / (2.0 * radius)
+
+
+#: Spacing of the release grid relative to the sensitivity scale it is chosen
+#: for: rounding then moves a point by at most ``2^-31`` of that scale (a
+#: relative 1e-9 of extra noise). The guarantee of ``add_on_grid`` holds for any
+#: grid; coarser grids only cost accuracy, and finer ones would make the
+#: integer coordinates of large weights reach the clipping limit (weights up to
+#: ``2^31 * scale / sqrt(d)`` in size are represented exactly).
+GRID_FRACTION = 2.0**-30
+
+# Integer coordinates are clipped to this size, far below int64 overflow.
+_GRID_INT_LIMIT = 2.0**61
+
+
+def release_grid(scale, d):
+    """The release grid's spacing: the largest power of two <= ``GRID_FRACTION * scale / sqrt(d)``.
+
+    A function of public quantities only (the sensitivity ``scale`` and the
+    dimension ``d``). A power of two, so dividing by it and multiplying back
+    are exact in floating point.
+    """
+    _check_positive(scale=scale, d=d)
+    return 2.0 ** math.floor(math.log2(GRID_FRACTION * scale / math.sqrt(d)))
+
+
+def rounding_radius(grid, d):
+    """How far rounding to the grid can move a point of R^d: ``sqrt(d) grid / 2``."""
+    return math.sqrt(d) * grid / 2.0
+
+
+def add_on_grid(point, noise, grid):
+    """Release ``round(point) + round(noise)`` on the grid, added exactly.
+
+    Guarantee: if the grid points ``round(point)`` of two neighbouring data
+    sets are at most ``s`` apart and ``noise`` has a density ``p`` with
+    ``p(b) <= exp(epsilon) p(b - t)`` for every ``||t|| <= s`` (the Gamma-norm
+    law with ``beta = epsilon / s``), the release is ``epsilon``-DP, and its
+    floating-point bits carry nothing else.
+
+    Why: adding ``point + noise`` in floating point rounds to a value whose low
+    bits depend on ``point`` itself: which floats the release can take, and how
+    often, differs between neighbours (Mironov, 2012, "On significance of the
+    least significant bits for differential privacy"). dpsk's own audit found
+    an event with probability 0.44 on one data set and 0 on its neighbour.
+    Here both terms are rounded to integer multiples ``k grid`` of a power of
+    two (exact: ``point / grid`` is exact and so is rounding it) and the
+    integers are added exactly, so the release is the grid point
+    ``(k_point + k_noise) grid`` and nothing else. Its probability is the
+    noise's mass on the cell ``C(u - g) = {b : round(b) = u - g}`` around
+    ``u - g``, with ``g`` the rounded point. Cells are translates of one
+    another by grid vectors, so for neighbours with rounded points ``g, g'``
+    the map ``b -> b - (g - g')`` takes ``C(u - g)`` onto ``C(u - g')``, and the
+    density ratio along it is at most ``exp(epsilon)``: the two probabilities
+    are within that factor. The noise is drawn without the data, so the
+    rounding of the draw itself (a data-independent change of the noise law at
+    relative order ``2^-52``) does not depend on the data.
+
+    Parameters
+    ----------
+    point : ndarray of shape (d,)
+        The data-dependent point (the solver's weights).
+    noise : ndarray of shape (d,)
+    grid : float
+        A power of two (:func:`release_grid`).
+
+    Returns
+    -------
+    release : ndarray of shape (d,)
+    """
+    k_point = np.rint(np.clip(np.asarray(point, dtype=float) / grid,
+                              -_GRID_INT_LIMIT, _GRID_INT_LIMIT)).astype(np.int64)
+    k_noise = np.rint(np.clip(np.asarray(noise, dtype=float) / grid,
+                              -_GRID_INT_LIMIT, _GRID_INT_LIMIT)).astype(np.int64)
+    # Clipping is a contraction, so it cannot increase the distance between the
+    # neighbours' points; converting the exact integer sum to float is a
+    # function of the release alone.
+    return (k_point + k_noise).astype(np.float64) * grid
 
 
 def exponential_mechanism(utilities, epsilon, sensitivity, rng):

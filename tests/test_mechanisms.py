@@ -285,6 +285,13 @@ def _unit_rows(n, d, seed):
     return Z, y
 
 
+def _grid_rounding(n, lam, d):
+    """The release grid's rounding radius, written out: sqrt(d)/2 times the largest
+    power of two below 2^-30 * (2 / (n lam)) / sqrt(d)."""
+    grid = 2.0 ** math.floor(math.log2(2.0**-30 * 2.0 / (n * lam) / math.sqrt(d)))
+    return math.sqrt(d) * grid / 2
+
+
 @pytest.mark.parametrize("loss", [LogisticLoss(), HuberLoss(0.5)], ids=repr)
 def test_private_erm_output_uses_algorithm_1_rate(monkeypatch, loss):
     noise = _RecordingNoise()
@@ -295,8 +302,10 @@ def test_private_erm_output_uses_algorithm_1_rate(monkeypatch, loss):
     assert len(noise.calls) == 1
     d, beta, _ = noise.calls[0]
     assert d == 3
-    # Algorithm 1's rate, made a little smaller for the solver tolerance.
-    assert beta == pytest.approx(eps / (2 / (50 * lam) + 2 * tol / lam), rel=1e-12)
+    # Algorithm 1's rate, made a little smaller for the solver tolerance and for
+    # the rounding to the release grid.
+    rho = _grid_rounding(50, lam, 3)
+    assert beta == pytest.approx(eps / (2 / (50 * lam) + 2 * tol / lam + 2 * rho), rel=1e-12)
     assert beta <= _paper_output_beta(eps, 50, lam)
 
 
@@ -314,7 +323,7 @@ def test_private_erm_objective_uses_algorithm_2_rate(monkeypatch, loss, n, lam):
     eps_main = (1 - SOLVER_EPSILON_SHARE) * eps
     beta, delta, _ = _paper_algorithm2(eps_main, n, lam, loss.curvature)
     assert beta_main == pytest.approx(beta, rel=1e-12)
-    r = tol / (lam + delta)
+    r = tol / (lam + delta) + _grid_rounding(n, lam + delta, 3)
     assert beta_residual == pytest.approx(SOLVER_EPSILON_SHARE * eps / (2 * r), rel=1e-9)
     # The two draws are independent, not one draw used twice.
     assert not np.allclose(b1 / np.linalg.norm(b1), b2 / np.linalg.norm(b2))
@@ -333,7 +342,10 @@ def test_private_erm_objective_minimises_the_perturbed_objective(monkeypatch):
     w_star = w - e
     grad = (Z.T @ (y * loss.derivative(y * (Z @ w_star)))) / 10 + (lam + cal.extra_alpha) * w_star
     grad += b / 10
-    assert np.linalg.norm(grad) <= 1e-10
+    # The release is on a grid: rounding moves w by at most the rounding radius,
+    # and the gradient of this objective is (c + lam + Delta)-Lipschitz.
+    rho = _grid_rounding(10, lam + cal.extra_alpha, 2)
+    assert np.linalg.norm(grad) <= 1e-10 + (0.25 + lam + cal.extra_alpha) * 2 * rho
 
 
 @pytest.mark.parametrize("Estimator", [DPLogisticRegression, DPHuberSVM])
@@ -355,7 +367,9 @@ def test_estimators_never_reuse_noise(monkeypatch, Estimator, perturbation):
     # Each one-vs-rest model is charged epsilon / 3.
     betas = {round(beta, 9) for _, beta, _ in noise.calls[:per_fit]}
     if perturbation == "output":
-        assert betas == {round(output_perturbation_beta(1 / 3, 60, 1e-3, solver_tol=1e-10), 9)}
+        expected = output_perturbation_beta(1 / 3, 60, 1e-3, solver_tol=1e-10,
+                                            rounding=_grid_rounding(60, 1e-3, 4))
+        assert betas == {round(expected, 9)}
 
 
 def test_fixed_seed_reproduces_and_none_does_not():

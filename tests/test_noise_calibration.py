@@ -46,6 +46,8 @@ from dpsk._mechanisms import (
     gamma_norm_noise,
     objective_perturbation_calibration,
     output_perturbation_beta,
+    release_grid,
+    rounding_radius,
     solver_residual_beta,
 )
 from dpsk._random import NoiseSource
@@ -53,6 +55,11 @@ from dpsk._solver import minimize_regularized_loss
 from dpsk._validation import binary_targets, design_matrix
 
 P_THRESHOLD = 1e-3
+
+
+def _rounding(n, strong_convexity, d, lipschitz=1.0):
+    """How far the release grid private_erm uses can move a point (a public number)."""
+    return rounding_radius(release_grid(2.0 * lipschitz / (n * strong_convexity), d), d)
 SMALLER = 0.9  # "noise 10% too small": every norm scaled by 0.9, i.e. beta / 0.9
 EPSILON = 1.0
 TOL = 1e-10
@@ -121,14 +128,16 @@ def _output_noise_norms(loss, n, d, alpha, n_releases, seed=0):
 def test_output_perturbation_noise_law(case):
     loss, n, d, alpha, n_releases = OUTPUT_CASES[case]
     norms = _output_noise_norms(loss, n, d, alpha, n_releases, seed=_seed(case))
-    beta = output_perturbation_beta(EPSILON, n, alpha, loss.lipschitz, solver_tol=TOL)
+    beta = output_perturbation_beta(EPSILON, n, alpha, loss.lipschitz, solver_tol=TOL,
+                                    rounding=_rounding(n, alpha, d))
     check_gamma_law(norms, d, beta)
 
 
 @pytest.mark.parametrize("case", OUTPUT_CASES)
 def test_output_perturbation_mutation_is_caught(case, monkeypatch):
     loss, n, d, alpha, n_releases = OUTPUT_CASES[case]
-    beta = output_perturbation_beta(EPSILON, n, alpha, loss.lipschitz, solver_tol=TOL)
+    beta = output_perturbation_beta(EPSILON, n, alpha, loss.lipschitz, solver_tol=TOL,
+                                    rounding=_rounding(n, alpha, d))
     _shrink_beta(erm_module, "output_perturbation_beta", monkeypatch)
     norms = _output_noise_norms(loss, n, d, alpha, n_releases, seed=_seed(case))
     with pytest.raises(AssertionError, match="calibrated law rejected"):
@@ -178,8 +187,11 @@ def _recovery_error_bound(loss, n, d, alpha):
     """
     calibration = _objective_calibration(loss, n, alpha)
     strong = alpha + calibration.extra_alpha
-    beta_res = solver_residual_beta(SOLVER_EPSILON_SHARE * EPSILON, strong, TOL)
+    beta_res = solver_residual_beta(SOLVER_EPSILON_SHARE * EPSILON, strong, TOL,
+                                    rounding=_rounding(n, strong, d))
     r_max = stats.gamma(a=d, scale=1.0 / beta_res).isf(1e-12)
+    # Rounding to the release grid moves the point by at most the rounding radius.
+    r_max += 2 * _rounding(n, strong, d)
     return n * TOL + n * (loss.curvature + strong) * r_max
 
 
@@ -216,7 +228,8 @@ def test_residual_sampler_law():
     # The sampler itself at the residual rate (a rate of ~1e6-1e7).
     loss, n, d, alpha, n_draws = RESIDUAL_CASE
     strong = alpha + _objective_calibration(loss, n, alpha).extra_alpha
-    beta = solver_residual_beta(SOLVER_EPSILON_SHARE * EPSILON, strong, TOL)
+    beta = solver_residual_beta(SOLVER_EPSILON_SHARE * EPSILON, strong, TOL,
+                                rounding=_rounding(n, strong, d))
     source = NoiseSource.seeded(99)
     norms = np.array([np.linalg.norm(gamma_norm_noise(d, beta, source)) for _ in range(n_draws)])
     check_gamma_law(norms, d, beta)
@@ -236,15 +249,16 @@ def _recorded_rates(loss, n, d, alpha, monkeypatch):
     return rates
 
 
-def _expected_rates(loss, n, alpha):
+def _expected_rates(loss, n, d, alpha):
     calibration = _objective_calibration(loss, n, alpha)
     strong = alpha + calibration.extra_alpha
-    return [calibration.beta, solver_residual_beta(SOLVER_EPSILON_SHARE * EPSILON, strong, TOL)]
+    return [calibration.beta, solver_residual_beta(SOLVER_EPSILON_SHARE * EPSILON, strong, TOL,
+                                                   rounding=_rounding(n, strong, d))]
 
 
 def test_private_erm_draws_the_residual_rate(monkeypatch):
     loss, n, d, alpha, _ = RESIDUAL_CASE
-    assert _recorded_rates(loss, n, d, alpha, monkeypatch) == _expected_rates(loss, n, alpha)
+    assert _recorded_rates(loss, n, d, alpha, monkeypatch) == _expected_rates(loss, n, d, alpha)
 
 
 def _residual_norms(loss, n, d, alpha, n_releases, seed=0):
@@ -267,12 +281,12 @@ def _residual_norms(loss, n, d, alpha, n_releases, seed=0):
 def test_residual_noise_law_end_to_end():
     loss, n, d, alpha, n_releases = RESIDUAL_CASE
     norms = _residual_norms(loss, n, d, alpha, n_releases)
-    check_gamma_law(norms, d, _expected_rates(loss, n, alpha)[1])
+    check_gamma_law(norms, d, _expected_rates(loss, n, d, alpha)[1])
 
 
 def test_residual_mutation_is_caught(monkeypatch):
     loss, n, d, alpha, n_releases = RESIDUAL_CASE
-    beta = _expected_rates(loss, n, alpha)[1]
+    beta = _expected_rates(loss, n, d, alpha)[1]
     _shrink_beta(erm_module, "solver_residual_beta", monkeypatch)
     assert _recorded_rates(loss, n, d, alpha, monkeypatch)[1] != beta
     monkeypatch.setattr(erm_module, "gamma_norm_noise", gamma_norm_noise)
@@ -315,14 +329,16 @@ def _ovr_noise_norms():
 
 def test_one_vs_rest_noise_law():
     norms = _ovr_noise_norms()
-    beta = output_perturbation_beta(EPSILON / 3, OVR["n"], OVR["alpha"], 1.0, solver_tol=1e-10)
+    beta = output_perturbation_beta(EPSILON / 3, OVR["n"], OVR["alpha"], 1.0, solver_tol=1e-10,
+                                    rounding=_rounding(OVR["n"], OVR["alpha"], OVR["d"]))
     check_gamma_law(norms.ravel(), OVR["d"], beta)
     # The three classes draw independent noise (no shared draw across classes).
     assert np.all(np.abs(np.corrcoef(norms.T)[np.triu_indices(3, 1)]) < 0.15)
 
 
 def test_one_vs_rest_mutation_is_caught(monkeypatch):
-    beta = output_perturbation_beta(EPSILON / 3, OVR["n"], OVR["alpha"], 1.0, solver_tol=1e-10)
+    beta = output_perturbation_beta(EPSILON / 3, OVR["n"], OVR["alpha"], 1.0, solver_tol=1e-10,
+                                    rounding=_rounding(OVR["n"], OVR["alpha"], OVR["d"]))
     _shrink_beta(erm_module, "output_perturbation_beta", monkeypatch)
     norms = _ovr_noise_norms()
     with pytest.raises(AssertionError, match="calibrated law rejected"):

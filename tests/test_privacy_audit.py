@@ -40,10 +40,11 @@ What the audits can and cannot show
   Algorithm 2 (broken control: a third of the noise in that branch only), and the
   solver-residual noise against the worst solver its contract allows (broken
   control: half the residual noise).
-* Floating point: the fast tests at the end show that output perturbation's
-  low-order bits identify the exact minimiser (Mironov 2012). They are strict
-  xfails recording a library bug; the scalar audits above use threshold events,
-  which that leak does not affect.
+* Floating point: the fast tests at the end look for the leak through the
+  low-order bits of the release (Mironov 2012) that an earlier version had
+  (an event of probability 0.44 on D and 0 on D', eps_lb 5.05 at a claim of 1):
+  the release is now added on a grid (``dpsk._mechanisms.add_on_grid``), and the
+  same event must not tell the neighbours apart.
 
 Run with ``pytest -m slow -s tests/test_privacy_audit.py`` to see the bounds.
 """
@@ -600,10 +601,6 @@ def _fp_audit(sample_d, sample_d_prime, centre_d_prime, n_runs=2000):
     return eps_lb, f"{k_d}/{n_runs} vs {k_dp}/{n_runs}, eps_lb={eps_lb:.3f}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: output perturbation adds the noise in floating point; the low-order bits of "
-    "the release reveal the exact minimiser (Mironov 2012): an event with probability "
-    "~0.43 on D has probability 0 on D' (eps_lb ~ 5 at claimed epsilon 1)"))
 def test_output_perturbation_low_bits_do_not_leak():
     from dpsk._solver import minimize_regularized_loss
 
@@ -616,8 +613,6 @@ def test_output_perturbation_low_bits_do_not_leak():
     assert eps_lb <= EPSILON, description
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: the same floating-point leak through DPLogisticRegression(perturbation='output')"))
 def test_estimator_output_low_bits_do_not_leak():
     from dpsk import BudgetAccountant, DPLogisticRegression
 
