@@ -124,7 +124,7 @@ def _nonprivate_huber_fit(X, y01, alpha):
 def evaluate_cell(X, y, train, test, loss, method, alpha, epsilon, seed_seq, tol=1e-10):
     """Fit one model on ``train``, return a dict with test error and fit time.
 
-    Failures (e.g. ``dpsk.SolverError``) are recorded, not raised: ``error`` is
+    Failures (e.g. ``dpsk.PrivateFitError``) are recorded, not raised: ``error`` is
     NaN and ``status`` holds the exception.
     """
     Xtr, ytr, Xte, yte = X[train], y[train], X[test], y[test]
