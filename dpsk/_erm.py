@@ -5,13 +5,17 @@ kernel classifier on its random features) calls :func:`private_erm` once per
 binary problem. Reading it top to bottom shows where each part of epsilon goes.
 """
 
+import math
 import warnings
 
 import numpy as np
 
 from ._mechanisms import (
     add_on_grid,
+    analytic_gaussian_sigma,
     gamma_norm_noise,
+    gaussian_noise,
+    gaussian_objective_calibration,
     objective_perturbation_calibration,
     output_perturbation_beta,
     release_grid,
@@ -29,26 +33,45 @@ __all__ = ["private_erm", "SOLVER_EPSILON_SHARE"]
 SOLVER_EPSILON_SHARE = 0.01
 
 
-def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10):
-    """Fit an epsilon-DP L2-regularised linear model on rows of norm <= 1.
+def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=0.0,
+                n_problems=1):
+    """Fit one private L2-regularised linear model on rows of norm <= 1.
 
-    Guarantee: the returned weights are ``epsilon``-differentially private with
-    respect to changing one row of ``(Z, y)``, provided every row of ``Z`` has
-    L2 norm <= 1, ``y`` is in {-1, +1}, ``loss`` is convex and differentiable with
-    ``|l'| <= 1`` and ``l'' <= loss.curvature``, and ``n = len(y)`` is public.
+    ``epsilon`` and ``delta`` are the budget of the whole release of
+    ``n_problems`` models about the same rows (one-vs-rest); this call releases
+    one of them, and the split between them is made here, by mechanism.
 
-    * ``perturbation="output"``: Algorithm 1 of Chaudhuri, Monteleoni and Sarwate
-      (2011), Theorem 1. Minimise ``J``, then add noise of rate
-      ``output_perturbation_beta`` (which includes the solver tolerance and the
-      rounding to the release grid).
-    * ``perturbation="objective"``: Algorithm 2, Theorem 2 (Theorem 7 for the
-      Huber loss) with ``(1 - SOLVER_EPSILON_SHARE) * epsilon``; the remaining
-      share pays for the gap between the solver's point and the exact minimiser
-      and for the rounding (``solver_residual_beta``). Total: ``epsilon``.
+    Guarantee: the ``n_problems`` releases together are ``(epsilon,
+    delta)``-differentially private with respect to changing one row of
+    ``(Z, y)``, provided every row of ``Z`` has L2 norm <= 1, ``y`` is in {-1,
+    +1}, ``loss`` is convex and differentiable with ``|l'| <= 1`` and
+    ``l'' <= loss.curvature``, and ``n = len(y)`` is public.
 
-    Either way the weights and the last noise are added on a grid
-    (``add_on_grid``): a plain floating-point sum would round to values whose
-    low bits depend on the minimiser (Mironov, 2012).
+    * ``delta = 0``, ``perturbation="output"``: Algorithm 1 of Chaudhuri,
+      Monteleoni and Sarwate (2011), Theorem 1, at ``epsilon / n_problems``
+      (sequential composition). Minimise ``J``, then add Gamma-norm noise of
+      rate ``output_perturbation_beta`` (which includes the solver tolerance
+      and the rounding to the release grid).
+    * ``delta = 0``, ``perturbation="objective"``: Algorithm 2, Theorem 2
+      (Theorem 7 for the Huber loss) at ``(1 - SOLVER_EPSILON_SHARE) *
+      epsilon / n_problems``; the remaining share pays for the gap between the
+      solver's point and the exact minimiser and for the rounding
+      (``solver_residual_beta``).
+    * ``delta > 0``, ``perturbation="output"``: the Gaussian mechanism with the
+      analytic calibration of Balle and Wang (2018). Replacing one row moves
+      every one of the ``n_problems`` minimisers by at most the sensitivity
+      ``Delta`` of Algorithm 1, so the joint release has L2 sensitivity
+      ``sqrt(n_problems) Delta`` and each model gets ``N(0, sigma^2 I)`` with
+      ``sigma = analytic_gaussian_sigma(epsilon, delta, sqrt(n_problems)
+      Delta)``: one Gaussian mechanism, not ``n_problems`` composed ones.
+    * ``delta > 0``, ``perturbation="objective"``: Gaussian objective
+      perturbation (``gaussian_objective_calibration``) at ``((1 -
+      SOLVER_EPSILON_SHARE) epsilon / n_problems, delta / n_problems)``, plus
+      the pure residual share as above.
+
+    Every release is added on a grid (``add_on_grid``): a plain floating-point
+    sum would round to values whose low bits depend on the minimiser (Mironov,
+    2012).
 
     Parameters
     ----------
@@ -58,7 +81,7 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10):
         Labels in {-1, +1}.
     loss : loss object from ``dpsk._losses``
     epsilon : float
-        Privacy parameter of this release, > 0.
+        Epsilon of the whole release of ``n_problems`` models, > 0.
     alpha : float
         L2 regularisation ``alpha/2 ||w||^2``, > 0 (the paper's Lambda).
     perturbation : {"objective", "output"}
@@ -68,6 +91,10 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10):
         Fixed before seeing the data. The solver returns a point within
         ``tol / strong_convexity`` of the exact minimiser, always (see
         ``dpsk._solver``), and the noise covers that distance.
+    delta : float, default=0.0
+        Delta of the whole release, in [0, 1).
+    n_problems : int, default=1
+        Number of models released together about the same rows.
 
     Returns
     -------
@@ -79,29 +106,46 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10):
     """
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        return _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol)
+        return _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta,
+                            n_problems)
 
 
-def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol):
+def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_problems):
     n, d = Z.shape
     if loss.lipschitz > 1:
         raise ValueError("The privacy guarantees need a loss with |l'| <= 1.")
+    if perturbation not in ("objective", "output"):
+        raise ValueError(f"perturbation must be 'objective' or 'output', got {perturbation!r}.")
     if perturbation == "output":
         # The release lives on a grid fixed by public quantities, so that its
         # floating-point bits say nothing about the minimiser (add_on_grid).
         grid = release_grid(2.0 * loss.lipschitz / (n * alpha), d)
+        rounding = rounding_radius(grid, d)
         solution = minimize_regularized_loss(loss, Z, y, alpha, tol=tol)
-        beta = output_perturbation_beta(epsilon, n, alpha, loss.lipschitz, solver_tol=tol,
-                                        rounding=rounding_radius(grid, d))
-        return add_on_grid(solution.w, gamma_norm_noise(d, beta, rng), grid)
-    if perturbation != "objective":
-        raise ValueError(f"perturbation must be 'objective' or 'output', got {perturbation!r}.")
+        if delta == 0:
+            beta = output_perturbation_beta(epsilon / n_problems, n, alpha, loss.lipschitz,
+                                            solver_tol=tol, rounding=rounding)
+            noise = gamma_norm_noise(d, beta, rng)
+        else:
+            sensitivity = (2.0 * loss.lipschitz / (n * alpha) + 2.0 * tol / alpha
+                           + 2.0 * rounding)
+            sigma = analytic_gaussian_sigma(epsilon, delta,
+                                            math.sqrt(n_problems) * sensitivity)
+            noise = gaussian_noise(d, sigma, rng)
+        return add_on_grid(solution.w, noise, grid)
 
-    epsilon_solver = SOLVER_EPSILON_SHARE * epsilon
-    calibration = objective_perturbation_calibration(
-        epsilon - epsilon_solver, n, alpha, loss.curvature
-    )
-    b = gamma_norm_noise(d, calibration.beta, rng)
+    epsilon_each, delta_each = epsilon / n_problems, delta / n_problems
+    epsilon_solver = SOLVER_EPSILON_SHARE * epsilon_each
+    if delta == 0:
+        calibration = objective_perturbation_calibration(
+            epsilon_each - epsilon_solver, n, alpha, loss.curvature
+        )
+        b = gamma_norm_noise(d, calibration.beta, rng)
+    else:
+        calibration = gaussian_objective_calibration(
+            epsilon_each - epsilon_solver, delta_each, n, alpha, loss.curvature
+        )
+        b = gaussian_noise(d, calibration.sigma, rng)
     strong_convexity = alpha + calibration.extra_alpha
     solution = minimize_regularized_loss(
         loss, Z, y, strong_convexity, linear=b / n, tol=tol

@@ -30,6 +30,9 @@ __all__ = [
     "classical_gaussian_sigma",
     "gaussian_delta",
     "gaussian_noise",
+    "GaussianObjectiveCalibration",
+    "gaussian_objective_delta",
+    "gaussian_objective_calibration",
     "release_grid",
     "rounding_radius",
     "add_on_grid",
@@ -235,6 +238,143 @@ def solver_residual_beta(epsilon, strong_convexity, solver_tol, rounding=0.0):
         raise ValueError(f"rounding must be >= 0, got {rounding!r}.")
     radius = solver_tol / strong_convexity + rounding
     return epsilon / (2.0 * radius)
+
+
+@dataclass(frozen=True)
+class GaussianObjectiveCalibration:
+    """Outcome of calibrating Gaussian objective perturbation.
+
+    Attributes
+    ----------
+    sigma : float
+        Standard deviation of each coordinate of ``b`` (added as ``(1/n) b.w``).
+    extra_alpha : float
+        Extra L2 regularisation, 0 unless ``alpha`` alone leaves too little of
+        epsilon for the noise.
+    epsilon_jacobian : float
+        The part of epsilon the change of variables costs,
+        ``log(1 + c / (n (alpha + extra_alpha)))``.
+    """
+
+    sigma: float
+    extra_alpha: float
+    epsilon_jacobian: float
+
+
+def gaussian_objective_delta(sigma, epsilon, epsilon_jacobian):
+    """A delta at which Gaussian objective perturbation is (epsilon, delta)-DP.
+
+    Derivation (replace-one neighbours ``D, D'`` differing in the last row,
+    rows of norm <= 1, labels in {-1, +1}, a convex loss of the margin with
+    ``|l'| <= 1`` and ``0 <= l'' <= c``; dpsk's own, in the style of
+    Chaudhuri et al. 2011, Theorem 2, and Kifer, Smith and Thakurta 2012).
+    The minimiser ``w`` of ``J(w) + (1/n) b.w`` with ``J`` ``Lambda``-strongly
+    convex determines ``b`` through ``b_D(w) = -n grad J_D(w)``, a bijection,
+    so the density of the release is ``phi_sigma(b_D(w)) |det grad b_D(w)|``.
+
+    * Jacobian: ``-grad b_D(w) = A + l''(z) x x^T`` with ``A`` the common part
+      (the other rows and ``n Lambda I``, so ``A >= n Lambda I``). By the
+      matrix determinant lemma ``det(A + l'' x x^T) = det(A) (1 + l'' x^T A^-1
+      x)``, between ``det(A)`` and ``det(A) (1 + c / (n Lambda))``; the ratio
+      of the two neighbours' determinants is therefore within a factor
+      ``1 + c / (n Lambda)``: ``epsilon_jacobian = log(1 + c / (n Lambda))``
+      (for the Huber loss, whose ``l''`` jumps, the change of variables holds
+      for the Lipschitz map ``b_D`` almost everywhere, as in their Theorem 7).
+    * Noise: ``b_D'(w) = b_D(w) + v`` with ``v = a x - a' x'``, ``|a|, |a'| <=
+      1`` (the two rows' ``l' y``), so ``||v|| <= 2`` and ``<b, v> <= |<b, x>| +
+      |<b, x'>|``. The log-ratio of the Gaussian densities is ``(2 <b, v> +
+      ||v||^2) / (2 sigma^2) <= 2 / sigma^2 + (|g1| + |g2|) / sigma`` with
+      ``g1 = <b, x> / sigma`` and ``g2 = <b, x'> / sigma``, each a standard
+      normal times a norm <= 1. Under ``D`` the ``b`` behind the release is
+      exactly ``N(0, sigma^2 I)``.
+
+    So the privacy loss is at most ``L = epsilon_jacobian + 2 / sigma^2 + (|g1|
+    + |g2|) / sigma``. The tight delta of a pair is the hockey-stick
+    ``E[(1 - exp(epsilon - L))_+]``, increasing and convex in ``L``; among all
+    couplings of ``|g1|`` and ``|g2|`` the comonotone one (``g1 = g2``) is
+    largest in convex order, so ``delta <= E[(1 - exp(epsilon -
+    epsilon_jacobian - 2/sigma^2 - 2|g|/sigma))_+]`` for ``g ~ N(0, 1)``. With
+    ``c0 = epsilon - epsilon_jacobian - 2 / sigma^2``, ``k = 2 / sigma`` and
+    ``t = max(c0 / k, 0)`` this is ``2 (Phi_bar(t) - exp(c0 + k^2/2)
+    Phi_bar(t + k))``, which is what is returned.
+
+    Parameters
+    ----------
+    sigma : float
+        > 0.
+    epsilon : float
+        Total epsilon, >= 0.
+    epsilon_jacobian : float
+        ``log(1 + c / (n Lambda))``, >= 0.
+
+    Returns
+    -------
+    delta : float in [0, 1]
+    """
+    _check_positive(sigma=sigma)
+    c0 = epsilon - epsilon_jacobian - 2.0 / sigma**2
+    k = 2.0 / sigma
+    t = max(c0 / k, 0.0)
+    # Phi_bar(x) = ndtr(-x); the second term in log space, so huge c0 cannot overflow.
+    second = math.exp(c0 + 0.5 * k * k + log_ndtr(-(t + k)))
+    return float(min(max(2.0 * (ndtr(-t) - second), 0.0), 1.0))
+
+
+def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature):
+    """Calibrate Gaussian objective perturbation for ``(epsilon, delta)``-DP.
+
+    Guarantee: the exact minimiser of ``J(w) + (1/n) b.w + (extra_alpha/2)
+    ||w||^2``, ``J`` as in Algorithm 2 of Chaudhuri et al. (2011) and ``b ~ N(0,
+    sigma^2 I)``, is ``(epsilon, delta)``-DP under the conditions and by the
+    argument of :func:`gaussian_objective_delta`.
+
+    The split: the change of variables costs ``log(1 + c / (n Lambda))``. If
+    ``alpha`` alone keeps that at most ``epsilon / 2``, no extra regularisation
+    is added and the noise gets the rest; otherwise ``Lambda`` is raised to
+    ``c / (n (exp(epsilon / 2) - 1))``, which costs exactly ``epsilon / 2``
+    (the same rule as Algorithm 2's Delta branch). ``sigma`` is then the
+    smallest scale at which :func:`gaussian_objective_delta` is <= ``delta``
+    (found by bisection on ``log sigma``; the bound decreases in ``sigma``).
+
+    Parameters
+    ----------
+    epsilon : float
+        > 0.
+    delta : float
+        In (0, 1).
+    n : int
+        Number of rows (public).
+    alpha : float
+        Regularisation, > 0.
+    curvature : float
+        The loss constant ``c`` bounding ``l''``, > 0.
+
+    Returns
+    -------
+    GaussianObjectiveCalibration
+    """
+    _check_positive(epsilon=epsilon, n=n, alpha=alpha, curvature=curvature)
+    if not (0.0 < delta < 1.0):
+        raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
+    extra_alpha = 0.0
+    epsilon_jacobian = math.log1p(curvature / (n * alpha))
+    if epsilon_jacobian > epsilon / 2.0:
+        extra_alpha = max(curvature / (n * math.expm1(epsilon / 2.0)) - alpha, 0.0)
+        epsilon_jacobian = math.log1p(curvature / (n * (alpha + extra_alpha)))
+
+    def excess(log_sigma):
+        return gaussian_objective_delta(math.exp(log_sigma), epsilon, epsilon_jacobian) - delta
+
+    lo, hi = -5.0, 5.0
+    while excess(lo) <= 0:
+        lo -= 5.0
+    while excess(hi) > 0:
+        hi += 5.0
+    sigma = math.exp(brentq(excess, lo, hi, xtol=1e-14, rtol=1e-14)) * (1.0 + 1e-12)
+    while gaussian_objective_delta(sigma, epsilon, epsilon_jacobian) > delta:  # pragma: no cover
+        sigma *= 1.0 + 1e-9
+    return GaussianObjectiveCalibration(sigma=sigma, extra_alpha=extra_alpha,
+                                        epsilon_jacobian=epsilon_jacobian)
 
 
 #: Spacing of the release grid relative to the sensitivity scale it is chosen

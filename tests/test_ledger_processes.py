@@ -79,7 +79,7 @@ def test_forked_children_spend_into_the_parents_ledger(how, data):
     # Six concurrent epsilon-1 fits against a budget of 5: exactly one is refused.
     assert codes == [_OK] * 5 + [_EXCEEDED]
     assert acc.total() == (5.0, 0.0)
-    assert acc.events == [PureDPEvent(1.0)] * 5
+    assert acc.events == [PureDPEvent(1.0, mechanism="gamma-norm")] * 5
     with pytest.raises(BudgetExceededError):
         DPLogisticRegression(epsilon=1.0, accountant=acc, random_state=0).fit(X, y)
 
@@ -167,7 +167,7 @@ def test_model_saved_by_an_ended_process_displays_and_clones(saved, data):
     acc = model.get_params()["accountant"]
     assert clone(model).accountant is acc
     assert model.privacy_spent_ == (0.5, 0.0)
-    assert model.privacy_event_ == PureDPEvent(0.5)
+    assert model.privacy_event_ == PureDPEvent(0.5, mechanism="gamma-norm")
     X, y = data
     with pytest.raises(LedgerUnreachableError, match=r"set_params\(accountant="):
         model.fit(X, y)

@@ -30,7 +30,8 @@ def record_erm(monkeypatch):
 
     def spy(Z, y, loss, epsilon, alpha, perturbation, rng, **kw):
         w = real(Z, y, loss, epsilon, alpha, perturbation, rng, **kw)
-        calls.append({"epsilon": epsilon, "rng": rng, "w": w, "alpha": alpha})
+        calls.append({"epsilon": epsilon, "rng": rng, "w": w, "alpha": alpha,
+                      "n_problems": kw.get("n_problems", 1), "delta": kw.get("delta", 0.0)})
         return w
 
     monkeypatch.setattr(base, "private_erm", spy)
@@ -65,7 +66,8 @@ def test_multiclass_one_vs_rest_splits_epsilon_and_noise(Est, record_erm):
     acc = BudgetAccountant()
     clf = Est(epsilon=2.0, accountant=acc, random_state=0).fit(X, y)
     assert clf.coef_.shape == (4, X.shape[1]) and clf.intercept_.shape == (4,)
-    assert [c["epsilon"] for c in record_erm] == [0.5] * 4
+    # Each call gets the budget of the whole release and its share: epsilon / 4.
+    assert [c["epsilon"] / c["n_problems"] for c in record_erm] == [0.5] * 4
     assert acc.total() == (2.0, 0.0)
     # Each class draws from its own stream: no two share a source or a draw.
     assert len({id(c["rng"]) for c in record_erm}) == 4

@@ -265,6 +265,16 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         spent, and a declared class absent from ``y`` still gets its (mostly
         noise) model. None reads them from ``y`` and warns, every fit, that the
         fitted model then reveals which labels occur.
+    delta : float, default=0.0
+        In [0, 1). ``0`` (the default) gives pure epsilon-differential privacy
+        with the Gamma-norm noise of Chaudhuri et al. (2011). ``delta > 0``
+        gives ``(epsilon, delta)``-differential privacy with Gaussian noise,
+        whose norm grows like ``sqrt(d)`` instead of ``d``: output perturbation
+        uses the analytic Gaussian mechanism (Balle and Wang 2018), with
+        one-vs-rest models released as one joint Gaussian mechanism; objective
+        perturbation uses Gaussian noise in the objective with the accounting
+        derived in ``dpsk._mechanisms.gaussian_objective_delta``. Choose delta
+        well below ``1 / n_samples``.
 
     Attributes
     ----------
@@ -282,7 +292,9 @@ class DPKernelClassifier(BaseDPLinearClassifier):
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Feature names, when X has string column names.
     privacy_spent_ : tuple of (float, float)
-        The (epsilon, delta) this fit spent: ``(epsilon, 0.0)``.
+        The (epsilon, delta) this fit spent: ``(epsilon, delta)``.
+    privacy_event_ : dpsk.PrivacyEvent
+        The ledger's record of this fit (see :class:`~dpsk.DPLogisticRegression`).
 
     Notes
     -----
@@ -321,7 +333,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
     def __init__(self, epsilon=1.0, kernel="rbf", gamma=1.0, n_components=100, alpha=1e-2,
                  loss="logistic", h=0.5, perturbation="objective", fit_intercept=True,
                  data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
-                 random_state=None, classes=None):
+                 random_state=None, classes=None, delta=0.0):
         self.epsilon = epsilon
         self.kernel = kernel
         self.gamma = gamma
@@ -337,6 +349,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.classes = classes
+        self.delta = delta
 
     def _make_loss(self):
         return make_loss(self.loss, self.h)
@@ -361,7 +374,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         W = fit_private_problems(
             Z, y, classes, self._make_loss(), epsilon, self.alpha,
             self.perturbation, noise_source(self.random_state), tol=self.tol,
-            n_jobs=self.n_jobs,
+            delta=delta, n_jobs=self.n_jobs,
         )
         # The design rows are [phi, 1]/sqrt(2): map the weights back to phi and 1.
         coef, intercept = unscale_coef(W, 1.0, self.fit_intercept)

@@ -10,6 +10,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._accounting import BudgetAccountant
+from .._events import ApproxDPEvent, GaussianEvent, PureDPEvent
+from .._mechanisms import analytic_gaussian_sigma
 from .._mixin import PrivacyAccountingMixin
 from .._erm import private_erm
 from .._random import noise_source, validate_random_state
@@ -27,14 +29,18 @@ __all__ = ["BaseDPLinearClassifier", "fit_private_problems"]
 
 
 def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng, *, tol,
-                         n_jobs=None):
-    """Fit the binary (or one-vs-rest) private models for ``classes``; total cost epsilon.
+                         delta=0.0, n_jobs=None):
+    """Fit the binary (or one-vs-rest) private models for ``classes``; total cost
+    ``(epsilon, delta)``.
 
-    One-vs-rest releases K models about the same rows; they compose sequentially,
-    so each gets ``epsilon / K``. K is ``len(classes)``, which is declared (or,
-    with ``classes=None``, public by choice), never the number of labels that
-    happen to occur. Each problem draws its noise from its own source (spawned
-    here, in the parent), so no two classes or joblib workers share a draw.
+    One-vs-rest releases K models about the same rows. How the budget is shared
+    between them depends on the mechanism (:func:`dpsk._erm.private_erm`:
+    ``epsilon / K`` each for the pure mechanisms, one joint Gaussian release
+    for Gaussian output perturbation). K is ``len(classes)``, which is declared
+    (or, with ``classes=None``, public by choice), never the number of labels
+    that happen to occur. Each problem draws its noise from its own source
+    (spawned here, in the parent), so no two classes or joblib workers share a
+    draw.
 
     Parameters
     ----------
@@ -45,8 +51,9 @@ def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng,
     classes : ndarray of shape (K,)
         Sorted distinct labels, K >= 2. A class absent from ``y`` still gets its
         model (trained on all-negative labels: mostly noise).
-    loss, epsilon, alpha, perturbation, tol
-        As in :func:`dpsk._erm.private_erm`.
+    loss, epsilon, alpha, perturbation, tol, delta
+        As in :func:`dpsk._erm.private_erm` (``epsilon`` and ``delta`` are the
+        budget of all K models together).
     rng : NoiseSource
         Parent noise source; only its spawned children are used.
     n_jobs : int or None
@@ -57,11 +64,11 @@ def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng,
     W : ndarray of shape (1 or K, d)
     """
     targets = binary_targets(y, classes)
-    epsilon_each = epsilon / len(targets)
     generators = rng.spawn(len(targets))
     results = Parallel(n_jobs=n_jobs)(
         delayed(private_erm)(
-            Z, t, loss, epsilon_each, alpha, perturbation, child, tol=tol
+            Z, t, loss, epsilon, alpha, perturbation, child, tol=tol, delta=delta,
+            n_problems=len(targets),
         )
         for t, child in zip(targets, generators)
     )
@@ -82,10 +89,29 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         "n_jobs": [Integral, None],
         "random_state": [Interval(Integral, 0, None, closed="left"), None],
         "classes": ["array-like", None],
+        "delta": [Interval(Real, 0, 1, closed="left")],
     }
 
     def _make_loss(self):
         raise NotImplementedError
+
+    def _privacy_event(self):
+        """The ledger event of one fit: what the mechanism is, not just its pair.
+
+        ``delta = 0``: a pure epsilon release with Gamma-norm noise.
+        ``delta > 0`` with output perturbation: one Gaussian mechanism whose
+        noise is ``analytic_gaussian_sigma(epsilon, delta, 1)`` times its L2
+        sensitivity (the scale is equivariant, so this ratio is public),
+        which composes exactly under PLD/RDP accounting. Gaussian objective
+        perturbation is recorded by its ``(epsilon, delta)`` pair.
+        """
+        epsilon, delta = self._privacy_cost()
+        if delta == 0:
+            return PureDPEvent(epsilon, mechanism="gamma-norm")
+        if self.perturbation == "output":
+            return GaussianEvent(noise_multiplier=analytic_gaussian_sigma(epsilon, delta, 1.0),
+                                 delta=delta)
+        return ApproxDPEvent(epsilon, delta)
 
     def fit(self, X, y):
         """Fit the private model and charge ``epsilon`` to the accountant.
@@ -134,7 +160,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         Z = design_matrix(X, self.data_norm, self.fit_intercept)
         W = fit_private_problems(
             Z, y, classes, self._make_loss(), epsilon, self.alpha, self.perturbation,
-            noise_source(self.random_state), tol=self.tol,
+            noise_source(self.random_state), tol=self.tol, delta=delta,
             n_jobs=self.n_jobs,
         )
         coef, intercept = unscale_coef(W, self.data_norm, self.fit_intercept)

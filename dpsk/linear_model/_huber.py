@@ -66,7 +66,7 @@ class DPHuberSVM(BaseDPLinearClassifier):
 
     def __init__(self, epsilon=1.0, alpha=1e-3, perturbation="objective", fit_intercept=True,
                  data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
-                 random_state=None, h=0.5, classes=None):
+                 random_state=None, h=0.5, classes=None, delta=0.0):
         self.epsilon = epsilon
         self.alpha = alpha
         self.perturbation = perturbation
@@ -77,6 +77,7 @@ class DPHuberSVM(BaseDPLinearClassifier):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.classes = classes
+        self.delta = delta
         self.h = h
 
     def _make_loss(self):

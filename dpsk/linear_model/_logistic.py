@@ -9,8 +9,9 @@ __all__ = ["DPLogisticRegression"]
 
 _SHARED_PARAMS_DOC = """
     epsilon : float, default=1.0
-        Privacy parameter of one fit, > 0 and finite. With more than two classes
-        each one-vs-rest model gets ``epsilon / n_classes``.
+        Privacy parameter of one fit, > 0 and finite (with ``delta``, see
+        below). With more than two classes and ``delta = 0`` each one-vs-rest
+        model gets ``epsilon / n_classes``.
     alpha : float, default=1e-3
         L2 regularisation: the objective is
         ``(1/n) sum_i loss(y_i, w.x_i) + (alpha/2) ||w||^2`` (the paper's Lambda,
@@ -54,7 +55,17 @@ _SHARED_PARAMS_DOC = """
         holds; labels of ``y`` outside them are refused before anything is
         spent, and a declared class absent from ``y`` still gets its (mostly
         noise) model. None reads them from ``y`` and warns, every fit, that the
-        fitted model then reveals which labels occur."""
+        fitted model then reveals which labels occur.
+    delta : float, default=0.0
+        In [0, 1). ``0`` (the default) gives pure epsilon-differential privacy
+        with the Gamma-norm noise of Chaudhuri et al. (2011). ``delta > 0``
+        gives ``(epsilon, delta)``-differential privacy with Gaussian noise,
+        whose norm grows like ``sqrt(d)`` instead of ``d``: output perturbation
+        uses the analytic Gaussian mechanism (Balle and Wang 2018), with
+        one-vs-rest models released as one joint Gaussian mechanism; objective
+        perturbation uses Gaussian noise in the objective with the accounting
+        derived in ``dpsk._mechanisms.gaussian_objective_delta``. Choose delta
+        well below ``1 / n_samples``."""
 
 _SHARED_ATTRS_DOC = """
     classes_ : ndarray of shape (n_classes,)
@@ -68,7 +79,11 @@ _SHARED_ATTRS_DOC = """
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Feature names, when X has string column names.
     privacy_spent_ : tuple of (float, float)
-        The (epsilon, delta) this fit spent: ``(epsilon, 0.0)``."""
+        The (epsilon, delta) this fit spent: ``(epsilon, delta)``.
+    privacy_event_ : dpsk.PrivacyEvent
+        The ledger's record of this fit: a ``PureDPEvent`` (``delta = 0``), a
+        ``GaussianEvent`` (Gaussian output perturbation) or an
+        ``ApproxDPEvent`` (Gaussian objective perturbation)."""
 
 
 class DPLogisticRegression(BaseDPLinearClassifier):
@@ -109,7 +124,7 @@ class DPLogisticRegression(BaseDPLinearClassifier):
 
     def __init__(self, epsilon=1.0, alpha=1e-3, perturbation="objective", fit_intercept=True,
                  data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
-                 random_state=None, classes=None):
+                 random_state=None, classes=None, delta=0.0):
         self.epsilon = epsilon
         self.alpha = alpha
         self.perturbation = perturbation
@@ -120,6 +135,7 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.classes = classes
+        self.delta = delta
 
     def _make_loss(self):
         return LogisticLoss()
