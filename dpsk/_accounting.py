@@ -127,9 +127,11 @@ class BudgetAccountant:
     epsilon : float, default=inf
         Total epsilon budget, >= 0. ``inf`` only records spends. Above 10 a
         :class:`PrivacyBudgetWarning` says the guarantee is weak.
-    delta : float, default=0.0
+    delta : float or None, default=None
         Total delta budget, in [0, 1). Above 1e-3 a
         :class:`PrivacyBudgetWarning` is issued (see the accounting docs).
+        None means no limit when ``epsilon`` is infinite (a ledger that only
+        records), and 0 otherwise (pure epsilon-DP releases only).
     composition : {"basic", "advanced", "pld", "rdp"}, default="basic"
         How the budget is enforced. ``"basic"`` adds costs up. The others
         accept a release when the *composed* guarantee of all releases, at the
@@ -173,7 +175,15 @@ class BudgetAccountant:
     [PureDPEvent(epsilon=0.25, mechanism='generic'), PureDPEvent(epsilon=0.25, mechanism='generic')]
     """
 
-    def __init__(self, epsilon=float("inf"), delta=0.0, *, composition="basic"):
+    def __init__(self, epsilon=float("inf"), delta=None, *, composition="basic"):
+        if delta is None:
+            # A ledger with no epsilon limit only records: it must not refuse an
+            # (epsilon, delta) release either. With an epsilon limit, no delta
+            # unless one is given.
+            delta = 0.0
+            unlimited_delta = isinstance(epsilon, Real) and epsilon == float("inf")
+        else:
+            unlimited_delta = False
         epsilon, delta = _validate_cost(epsilon, delta, allow_inf=True)
         if delta >= 1.0:
             raise ValueError(f"delta must be in [0, 1), got {delta!r}.")
@@ -183,6 +193,8 @@ class BudgetAccountant:
 
             _import_dp_accounting()  # fail now, not at the first spend
         _warn_if_weak(epsilon, delta, "This budget")
+        if unlimited_delta:
+            delta = float("inf")
         self._epsilon, self._delta = epsilon, delta
         self._composition = composition
         self._events = []
@@ -379,6 +391,11 @@ class BudgetAccountant:
         basic = self._spent(events)
         if method == "basic":
             return basic
+        if delta is None and math.isinf(self._delta):
+            raise ValueError(
+                f"This ledger has no delta budget to report total({method!r}) at; pass "
+                "one, e.g. total(method, delta=1e-6)."
+            )
         target = self._delta if delta is None else _validate_cost(0.0, delta)[1]
         if target >= 1.0:
             raise ValueError(f"delta must be in [0, 1), got {delta!r}.")

@@ -134,17 +134,11 @@ class ApproxDPEvent(PrivacyEvent):
 
 
 def _gaussian_delta(epsilon, sigma):
-    """delta(epsilon) of the Gaussian mechanism with noise multiplier ``sigma``.
+    """delta(epsilon) of the Gaussian mechanism with noise multiplier ``sigma``
+    (sensitivity 1; :func:`dpsk._mechanisms.gaussian_delta`, Balle and Wang 2018)."""
+    from ._mechanisms import gaussian_delta
 
-    Balle and Wang (2018), Theorem 8: the mechanism with L2 sensitivity 1 and
-    noise N(0, sigma^2) is (epsilon, delta)-DP exactly when
-    delta >= Phi(1/(2 sigma) - epsilon sigma) - e^epsilon Phi(-1/(2 sigma) - epsilon sigma).
-    """
-    from scipy.special import log_ndtr, ndtr
-
-    a = 1.0 / (2.0 * sigma) - epsilon * sigma
-    b = -1.0 / (2.0 * sigma) - epsilon * sigma
-    return max(float(ndtr(a) - math.exp(epsilon + log_ndtr(b))), 0.0)
+    return gaussian_delta(sigma, epsilon, 1.0)
 
 
 def _gaussian_epsilon(sigma, delta):
@@ -180,13 +174,21 @@ class GaussianEvent(PrivacyEvent):
     delta : float
         The delta at which the release is summarised as an ``(epsilon, delta)``
         pair for basic composition, in (0, 1).
+    claimed_epsilon : float or None, default=None
+        The epsilon the release was calibrated for, if any: an estimator
+        calibrated at ``(epsilon, delta)`` states that, so that the ledger and
+        ``privacy_spent_`` agree to the last digit. It must be at least the
+        exact epsilon (up to the root finder's relative 1e-9); it only makes
+        the basic summary looser, never tighter.
 
     Attributes
     ----------
     epsilon : float
-        The smallest epsilon at which the mechanism is ``(epsilon, delta)``-DP,
-        from the exact analytic characterisation of Balle and Wang (2018,
-        "Improving the Gaussian mechanism for differential privacy", Theorem 8).
+        ``claimed_epsilon`` if given, else the smallest epsilon at which the
+        mechanism is ``(epsilon, delta)``-DP, from the exact analytic
+        characterisation of Balle and Wang (2018, "Improving the Gaussian
+        mechanism for differential privacy", Theorem 8). Tighter composition
+        methods use ``noise_multiplier`` itself.
 
     Examples
     --------
@@ -198,6 +200,7 @@ class GaussianEvent(PrivacyEvent):
 
     noise_multiplier: float
     delta: float
+    claimed_epsilon: float = None
     _epsilon: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -205,7 +208,17 @@ class GaussianEvent(PrivacyEvent):
         delta = _real(self.delta, "delta", low_open=True, high=1.0)
         object.__setattr__(self, "noise_multiplier", sigma)
         object.__setattr__(self, "delta", delta)
-        object.__setattr__(self, "_epsilon", _gaussian_epsilon(sigma, delta))
+        exact = _gaussian_epsilon(sigma, delta)
+        if self.claimed_epsilon is not None:
+            claimed = _real(self.claimed_epsilon, "claimed_epsilon", low_open=True)
+            if claimed < exact * (1.0 - 1e-9):
+                raise ValueError(
+                    f"claimed_epsilon={claimed!r} is below the exact epsilon {exact!r} of "
+                    "this Gaussian mechanism: the claim would understate the cost."
+                )
+            object.__setattr__(self, "claimed_epsilon", claimed)
+            exact = claimed
+        object.__setattr__(self, "_epsilon", exact)
 
     @property
     def epsilon(self):
@@ -218,7 +231,7 @@ class GaussianEvent(PrivacyEvent):
 
     def _to_dict(self):
         return {"kind": "GaussianEvent", "noise_multiplier": self.noise_multiplier,
-                "delta": self.delta}
+                "delta": self.delta, "claimed_epsilon": self.claimed_epsilon}
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,19 @@ AUDITED = [
            _grid(lambda c: DPLogisticRegression(classes=c), {"alpha": [0.01, 0.1]}, True)),
     Config("grid-pipeline-norefit", _grid(_pipe, {"clf__alpha": [0.01, 0.1]}, False), 3),
     Config("grid-pipeline-refit", _grid(_pipe, {"clf__alpha": [0.01, 0.1]}, True)),
+    # (epsilon, delta): Gaussian noise.
+    Config("logreg-gaussian-output-binary",
+           _simple(DPLogisticRegression, alpha=0.1, perturbation="output", delta=1e-5)),
+    Config("logreg-gaussian-output-3class",
+           _simple(DPLogisticRegression, alpha=0.1, perturbation="output", delta=1e-5), 3),
+    Config("logreg-gaussian-objective-binary",
+           _simple(DPLogisticRegression, alpha=0.1, delta=1e-5)),
+    Config("huber-gaussian-objective-3class", _simple(DPHuberSVM, alpha=0.1, delta=1e-5), 3),
+    Config("kernel-gaussian-output",
+           _simple(DPKernelClassifier, n_components=10, perturbation="output", delta=1e-5)),
+    Config("grid-gaussian-norefit",
+           _grid(lambda c: DPLogisticRegression(classes=c, delta=1e-5), {"alpha": [0.01, 0.1]},
+                 False)),
 ]
 
 #: The noisy release: compared by shape and dtype only.

@@ -110,7 +110,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
             return PureDPEvent(epsilon, mechanism="gamma-norm")
         if self.perturbation == "output":
             return GaussianEvent(noise_multiplier=analytic_gaussian_sigma(epsilon, delta, 1.0),
-                                 delta=delta)
+                                 delta=delta, claimed_epsilon=epsilon)
         return ApproxDPEvent(epsilon, delta)
 
     def fit(self, X, y):
