@@ -8,6 +8,8 @@ ESTIMATORS = [
     DPLogisticRegression(),
     DPLogisticRegression(perturbation="output", fit_intercept=False),
     DPHuberSVM(),
+    DPLogisticRegression(delta=1e-5, perturbation="output"),
+    DPHuberSVM(delta=1e-5),
 ]
 
 
