@@ -137,3 +137,32 @@ def test_kernel_does_not_fail_on_one_neighbour_only():
         except PrivateFitError:
             outcomes.append("failed")
     assert outcomes[0] == outcomes[1]
+
+
+_WORKER_SCRIPT = r"""
+import warnings
+import numpy as np
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+from dpsk import BudgetAccountant, DPLogisticRegression
+from dpsk.model_selection import DPGridSearch
+warnings.simplefilter("ignore")
+rng = np.random.default_rng(0)
+X = -np.abs(rng.normal(size=(60, 2))); y = np.arange(60) % 2
+DPGridSearch(make_pipeline(FunctionTransformer(np.square, inverse_func=np.sqrt),
+                           DPLogisticRegression(classes=[0, 1], data_norm=10.0)),
+             {"dplogisticregression__alpha": [1e-2, 1e-1]}, n_jobs=2,
+             accountant=BudgetAccountant()).fit(X, y)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="FINDING 3b: with n_jobs=2, DPGridSearch's candidate "
+                   "pipelines are fitted in loky workers with no warning filter; their "
+                   "data-dependent warnings are printed to the shared stderr")
+def test_grid_search_workers_print_no_warnings():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _WORKER_SCRIPT], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0
+    assert "not strictly inverse" not in out.stderr
