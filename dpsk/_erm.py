@@ -6,9 +6,6 @@ binary problem. Reading it top to bottom shows where each part of epsilon goes.
 """
 
 import math
-import warnings
-
-import numpy as np
 
 from ._mechanisms import (
     add_on_grid,
@@ -16,13 +13,15 @@ from ._mechanisms import (
     gamma_norm_noise,
     gaussian_noise,
     gaussian_objective_calibration,
+    noise_norm_bound,
     objective_perturbation_calibration,
     output_perturbation_beta,
     release_grid,
     rounding_radius,
     solver_residual_beta,
 )
-from ._solver import minimize_regularized_loss
+from ._silence import silenced
+from ._solver import minimize_regularized_loss, tolerance_floor
 
 __all__ = ["private_erm", "SOLVER_EPSILON_SHARE"]
 
@@ -104,8 +103,7 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
         data without noise. Warnings raised inside are dropped for that reason
         (this also covers one-vs-rest problems solved in joblib workers).
     """
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
+    with silenced():
         return _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta,
                             n_problems)
 
@@ -121,6 +119,7 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
         # floating-point bits say nothing about the minimiser (add_on_grid).
         grid = release_grid(2.0 * loss.lipschitz / (n * alpha), d)
         rounding = rounding_radius(grid, d)
+        tol = max(tol, tolerance_floor(d, loss.curvature, alpha))
         solution = minimize_regularized_loss(loss, Z, y, alpha, tol=tol)
         if delta == 0:
             beta = output_perturbation_beta(epsilon / n_problems, n, alpha, loss.lipschitz,
@@ -141,12 +140,17 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
             epsilon_each - epsilon_solver, n, alpha, loss.curvature
         )
         b = gamma_norm_noise(d, calibration.beta, rng)
+        b_bound = noise_norm_bound(d, beta=calibration.beta)
     else:
         calibration = gaussian_objective_calibration(
             epsilon_each - epsilon_solver, delta_each, n, alpha, loss.curvature
         )
         b = gaussian_noise(d, calibration.sigma, rng)
+        b_bound = noise_norm_bound(d, sigma=calibration.sigma)
     strong_convexity = alpha + calibration.extra_alpha
+    # A data-independent floor: below it float64 cannot deliver tol (the bound on
+    # ||b|| is the sampler's, not this draw's, so tol does not depend on b).
+    tol = max(tol, tolerance_floor(d, loss.curvature, strong_convexity, b_bound / n))
     solution = minimize_regularized_loss(
         loss, Z, y, strong_convexity, linear=b / n, tol=tol
     )

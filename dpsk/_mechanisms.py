@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import log_ndtr, ndtr
+from scipy.special import gammainccinv, log_ndtr, ndtr, ndtri
 
 from ._random import NoiseSource
 
@@ -35,6 +35,7 @@ __all__ = [
     "gaussian_objective_calibration",
     "release_grid",
     "rounding_radius",
+    "noise_norm_bound",
     "add_on_grid",
     "GRID_FRACTION",
 ]
@@ -444,14 +445,21 @@ def add_on_grid(point, noise, grid):
     -------
     release : ndarray of shape (d,)
     """
+    # Clipping the data-dependent point is a contraction: it cannot increase the
+    # distance between the neighbours' points. The noise is never clipped: a
+    # clipped noise coordinate would leave round(point) readable in the release.
     k_point = np.rint(np.clip(np.asarray(point, dtype=float) / grid,
-                              -_GRID_INT_LIMIT, _GRID_INT_LIMIT)).astype(np.int64)
-    k_noise = np.rint(np.clip(np.asarray(noise, dtype=float) / grid,
-                              -_GRID_INT_LIMIT, _GRID_INT_LIMIT)).astype(np.int64)
-    # Clipping is a contraction, so it cannot increase the distance between the
-    # neighbours' points; converting the exact integer sum to float is a
-    # function of the release alone.
-    return (k_point + k_noise).astype(np.float64) * grid
+                              -_GRID_INT_LIMIT, _GRID_INT_LIMIT))
+    k_noise = np.rint(np.asarray(noise, dtype=float) / grid)
+    if not np.all(np.isfinite(k_noise)):  # the noise alone decides this
+        raise ValueError("The noise does not fit the release grid.")
+    if np.all(np.abs(k_noise) < _GRID_INT_LIMIT):
+        total = (k_point.astype(np.int64) + k_noise.astype(np.int64)).astype(np.float64)
+    else:
+        # Beyond int64: exact Python integers. Converting the exact sum to float
+        # is a function of the release alone.
+        total = np.array([float(int(a) + int(b)) for a, b in zip(k_point, k_noise)])
+    return total * grid
 
 
 def exponential_mechanism(utilities, epsilon, sensitivity, rng):
@@ -592,6 +600,22 @@ def classical_gaussian_sigma(epsilon, delta, sensitivity):
     if not (0.0 < delta < 1.0):
         raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
     return math.sqrt(2.0 * math.log(1.25 / delta)) * sensitivity / epsilon
+
+
+def noise_norm_bound(d, *, beta=None, sigma=None):
+    """The largest noise norm the samplers of :class:`~dpsk._random.NoiseSource` produce.
+
+    Their uniforms lie in ``[2^-53, 1 - 2^-53]``, so the Gamma-norm radius is at
+    most the Gamma(d, 1/beta) quantile at ``1 - 2^-53`` and every Gaussian
+    coordinate at most ``ndtri(1 - 2^-53) sigma`` in size. A bound that holds
+    for every draw and depends on nothing but ``d`` and the scale: the solver's
+    tolerance floor uses it (``dpsk._solver.tolerance_floor``).
+    """
+    if beta is not None:
+        _check_positive(beta=beta)
+        return float(gammainccinv(int(d), 2.0**-53)) / beta
+    _check_positive(sigma=sigma)
+    return float(ndtri(1.0 - 2.0**-53)) * sigma * math.sqrt(d)
 
 
 def gaussian_noise(d, sigma, rng):

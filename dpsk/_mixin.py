@@ -13,17 +13,15 @@ failed fit may reveal. The order is the privacy argument:
    estimator is restored, and a :class:`PrivateFitError` with a fixed message
    (a function of the estimator's class and cost only) replaces the original
    exception, whose text and traceback could carry data-dependent values.
-   Warnings raised during the release are dropped for the same reason;
+   Warnings raised during the checks and the release are dropped for the same
+   reason (``dpsk._silence``: process-wide, so threads cannot undo it);
 5. **attach** the fitted attributes and ``privacy_spent_``.
 """
-
-import warnings
-
-import numpy as np
 
 from . import _context
 from ._accounting import BudgetAccountant, _validate_cost
 from ._events import ApproxDPEvent, PureDPEvent
+from ._silence import silenced
 
 __all__ = ["PrivacyAccountingMixin", "PrivateFitError"]
 
@@ -118,15 +116,17 @@ class PrivacyAccountingMixin:
         # A refused or failed fit must leave an earlier fitted model as it was.
         snapshot = dict(self.__dict__)
         try:
-            data = validate(*args)
+            # The domain checks read every row: what they might warn about (a
+            # user's transformer inspecting values, say) could depend on the data.
+            with silenced():
+                data = validate(*args)
             self._spend(accountant, event)
         except BaseException:
             self._restore(snapshot)
             raise
         failed = False
         try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
+            with silenced():
                 fitted = release(data, epsilon=epsilon, delta=delta)
         except Exception:  # the exception object may hold data: do not keep it
             failed = True

@@ -18,7 +18,10 @@ What counts as safe (learns nothing from the data):
   checked);
 * any transformer tagged ``requires_fit=False`` (scikit-learn's stateless
   transformers such as ``Normalizer`` and ``Binarizer``);
-* pipelines, column transformers and feature unions whose parts are all safe.
+* pipelines and feature unions whose parts are all safe, and column
+  transformers whose parts are all safe and whose ``sparse_threshold`` is 0
+  (with a positive threshold the fitted transformer chooses sparse or dense
+  output from the training data's density, and stores that choice).
 
 Everything else (``StandardScaler``, ``MinMaxScaler``, ``PCA``, imputers,
 encoders that learn categories, feature selectors, ...) is reported.
@@ -55,7 +58,13 @@ def _learning_parts(name, step):
     if isinstance(step, ColumnTransformer):
         parts = [found for inner, sub, _ in step.transformers
                  for found in _learning_parts(f"{name}__{inner}", sub)]
-        return parts + _learning_parts(f"{name}__remainder", step.remainder)
+        parts += _learning_parts(f"{name}__remainder", step.remainder)
+        # With sparse_threshold > 0 the fitted transformer decides between sparse
+        # and dense output from the data's density (sparse_output_): one
+        # noise-free bit, which also changes what the next step accepts.
+        if step.sparse_threshold != 0:
+            parts.append(f"{name} (sparse_threshold > 0)")
+        return parts
     if isinstance(step, FeatureUnion):
         return [found for inner, sub in step.transformer_list
                 for found in _learning_parts(f"{name}__{inner}", sub)]

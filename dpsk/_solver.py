@@ -71,7 +71,7 @@ from sklearn.utils import gen_batches
 
 from ._losses import HuberLoss, LogisticLoss
 
-__all__ = ["SolverError", "SolverResult", "minimize_regularized_loss"]
+__all__ = ["SolverError", "SolverResult", "minimize_regularized_loss", "tolerance_floor"]
 
 _HANDOVER_GTOL = 1e-2
 # Newton steps use the dense Hessian up to this dimension (d^2 doubles of memory).
@@ -395,6 +395,43 @@ def _check_domain(obj, X, y, lam, linear, tol, w0):
     for name, vec in (("linear", linear), ("w0", w0)):
         if vec is not None and (vec.shape != (X.shape[1],) or not np.isfinite(vec).all()):
             raise SolverError(f"{name} must be a finite vector with one entry per column of X.")
+
+
+#: Safety factor of :func:`tolerance_floor` over the rounding error it scales with.
+_FLOOR_FACTOR = 64.0
+
+
+def tolerance_floor(d, curvature, lam, linear_norm_bound=0.0):
+    """The smallest ``tol`` the solver is asked for, from public quantities only.
+
+    Below about ``d u c ||w*||`` (``u = 2^-53``, ``c`` the curvature bound) the
+    rounding error of the gradient exceeds ``tol`` and no certificate can pass,
+    and the fallback's exact-arithmetic rate stops describing its
+    floating-point iterates: an audit measured a solver point 844 times the
+    covered radius away at epsilon 1e-9, where ``||b / n||`` (and with it
+    ``||w*||``) is huge. ``||w*|| <= (1 + linear_norm_bound) / lam`` (at the
+    minimiser ``lam ||w*|| <= ||grad loss|| + ||linear|| <= 1 + ||linear||``),
+    so ``_FLOOR_FACTOR d u (c + lam) (1 + linear_norm_bound) / lam`` is a floor
+    on ``tol`` computed without the data (the mechanisms pass the largest norm
+    their noise sampler can produce, ``dpsk._mechanisms.noise_norm_bound``).
+    Raising ``tol`` only adds noise; the guarantee is unchanged.
+
+    Parameters
+    ----------
+    d : int
+    curvature : float
+        The loss constant ``c`` (``l'' <= c``).
+    lam : float
+        Strong convexity of the solved objective, > 0.
+    linear_norm_bound : float, default=0.0
+        A data-independent bound on the norm of the linear term.
+
+    Returns
+    -------
+    floor : float
+    """
+    u = 2.0**-53
+    return _FLOOR_FACTOR * d * u * (curvature + lam) * (1.0 + linear_norm_bound) / lam
 
 
 def minimize_regularized_loss(loss, X, y, lam, linear=None, tol=1e-10, max_iter=1000,

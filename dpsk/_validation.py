@@ -25,7 +25,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 __all__ = ["row_norms", "clip_rows", "design_matrix", "unscale_coef", "check_classes",
            "resolve_classes", "check_not_datetime", "binary_targets",
-           "ClassesFromDataWarning", "values_withheld"]
+           "ClassesFromDataWarning", "values_withheld", "warn_if_classes_undeclared", "warn_if_column_vector"]
 
 
 class ClassesFromDataWarning(UserWarning):
@@ -231,6 +231,34 @@ def check_classes(y):
     return classes
 
 
+def warn_if_column_vector(y):
+    """scikit-learn's DataConversionWarning for a ``(n, 1)`` y, emitted from ``fit``.
+
+    The domain checks run silenced (``dpsk._silence``), so this one warning,
+    which depends on the shape of ``y`` alone, is issued before them.
+    """
+    from sklearn.exceptions import DataConversionWarning
+
+    shape = np.shape(y) if hasattr(y, "shape") or isinstance(y, (list, tuple)) else ()
+    if len(shape) == 2 and shape[1] == 1:
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected. Please change "
+            "the shape of y to (n_samples, ), for example using ravel().",
+            DataConversionWarning,
+            stacklevel=_user_stacklevel(),
+        )
+
+
+def warn_if_classes_undeclared(classes):
+    """Warn, with a fixed text, that ``classes=None`` makes the labels of ``y`` public.
+
+    Called by ``fit`` before the data is looked at: whether it warns depends on
+    the parameter alone.
+    """
+    if classes is None:
+        warnings.warn(_CLASSES_FROM_DATA, ClassesFromDataWarning, stacklevel=_user_stacklevel())
+
+
 def resolve_classes(y, classes):
     """The ``classes_`` of a fit: the declared ones, or (with a warning) those of ``y``.
 
@@ -238,7 +266,8 @@ def resolve_classes(y, classes):
     ----------
     y : ndarray of shape (n,)
     classes : array-like of shape (K,) or None
-        Declared labels, K >= 2 distinct values of one type.
+        Declared labels, K >= 2 distinct values of one type. None: read them
+        from ``y`` (``fit`` has warned about that already).
 
     Returns
     -------
@@ -253,11 +282,10 @@ def resolve_classes(y, classes):
         made before any budget is spent.
     """
     if classes is None:
-        warnings.warn(_CLASSES_FROM_DATA, ClassesFromDataWarning, stacklevel=_user_stacklevel())
         return check_classes(y)
     declared = check_declared_classes(classes)
+    check_classification_targets(y)  # its messages name the target type, not values
     try:
-        check_classification_targets(y)
         inside = np.isin(y, declared)
     except (TypeError, ValueError):
         inside = np.zeros(1, dtype=bool)

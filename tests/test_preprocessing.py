@@ -184,11 +184,17 @@ def test_check_pipeline_nested():
     pipe = Pipeline([("inner", inner), ("ct", ct), ("u", union), ("noop", None),
                      ("clf", DPLogisticRegression())])
     assert check_pipeline(pipe) == [
-        "inner__std", "ct__cat", "ct__pca", "ct__remainder", "u__b",
+        "inner__std", "ct__cat", "ct__pca", "ct__remainder", "ct (sparse_threshold > 0)",
+        "u__b",
     ]
+    # A column transformer is safe only if it cannot choose sparse output from
+    # the data's density (sparse_output_ is a fitted, data-dependent bit).
     safe_ct = make_column_transformer((BoundedScaler(), [0]), ("drop", [1]),
-                                      remainder="passthrough")
+                                      remainder="passthrough", sparse_threshold=0)
     assert check_pipeline(make_pipeline(safe_ct, DPLogisticRegression())) == []
+    dense_choice = make_column_transformer((BoundedScaler(), [0]), remainder="passthrough")
+    assert check_pipeline(make_pipeline(dense_choice, DPLogisticRegression())) == [
+        "columntransformer (sparse_threshold > 0)"]
 
 
 @pytest.mark.filterwarnings("ignore:.*data_norm:UserWarning")

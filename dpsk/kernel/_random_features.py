@@ -8,6 +8,7 @@ linear release, which goes through ``dpsk._erm.private_erm`` like every other
 dpsk model.
 """
 
+import math
 from numbers import Integral, Real
 
 import numpy as np
@@ -353,6 +354,24 @@ class DPKernelClassifier(BaseDPLinearClassifier):
 
     def _make_loss(self):
         return make_loss(self.loss, self.h)
+
+    def _check_params_before_fit(self):
+        """Refuse kernel scales whose projections ``W x`` could overflow (free).
+
+        ``|w.x| <= ||w|| data_norm`` for a clipped row; an infinite projection
+        would make the fit fail on a data set with a row at the bound and not on
+        its neighbour. The frequencies' size is ``sqrt(2 gamma)`` times a normal
+        (rbf) or ``gamma`` times a Cauchy variable (laplacian), which numpy's
+        samplers keep below ``1e20`` per coordinate; the check uses that margin
+        and depends on the parameters alone.
+        """
+        scale = math.sqrt(2.0 * self.gamma) if self.kernel == "rbf" else self.gamma
+        if scale * self.data_norm > 1e250:
+            raise ValueError(
+                f"gamma={self.gamma!r} with data_norm={self.data_norm!r} puts the random "
+                "projections beyond the floating-point range; rescale the inputs so that "
+                "data_norm is of order 1 and gamma is moderate."
+            )
 
     def _validate_input(self, X, y):
         check_not_datetime(X)

@@ -23,6 +23,8 @@ from .._validation import (
     resolve_classes,
     unscale_coef,
     values_withheld,
+    warn_if_classes_undeclared,
+    warn_if_column_vector,
 )
 
 __all__ = ["BaseDPLinearClassifier", "fit_private_problems"]
@@ -146,7 +148,13 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         """
         validate_random_state(self.random_state)
         self._validate_params()
+        self._check_params_before_fit()
+        warn_if_classes_undeclared(self.classes)
+        warn_if_column_vector(y)
         return self._fit_with_budget(self._validate_input, self._release, X, y)
+
+    def _check_params_before_fit(self):
+        """Parameter checks beyond the constraints (subclasses add theirs)."""
 
     def _validate_input(self, X, y):
         """Refuse input outside the domain (free); return ``(X, y, classes_)``."""

@@ -19,7 +19,14 @@ from .._mixin import PrivacyAccountingMixin
 from .._mechanisms import exponential_mechanism
 from .._pipeline_check import _learning_parts
 from .._random import noise_source, public_rng, validate_random_state
-from .._validation import check_not_datetime, resolve_classes, values_withheld
+from .._silence import silenced
+from .._validation import (
+    check_not_datetime,
+    resolve_classes,
+    values_withheld,
+    warn_if_classes_undeclared,
+    warn_if_column_vector,
+)
 
 __all__ = ["DPGridSearch"]
 
@@ -135,9 +142,15 @@ def _derived_seed(random_state, *key):
 
 
 def _fit_and_count(candidate, X_train, y_train, X_hold, y_hold):
-    """Fit one candidate on its own part and count its mistakes on the held-out part."""
-    candidate.fit(X_train, y_train)
-    mistakes = int(np.sum(candidate.predict(X_hold) != y_hold))
+    """Fit one candidate on its own part and count its mistakes on the held-out part.
+
+    Silenced here too: in a joblib worker process the parent's filters do not
+    apply, and a pipeline step's warning (printed to the shared stderr) could
+    depend on the rows of the part.
+    """
+    with silenced():
+        candidate.fit(X_train, y_train)
+        mistakes = int(np.sum(candidate.predict(X_hold) != y_hold))
     return candidate, mistakes
 
 
@@ -418,6 +431,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                               name="the inner estimator's random_state")
         candidates = self._candidate_params()
         self._refuse_learned_steps(candidates)
+        warn_if_classes_undeclared(final.get_params(deep=False)["classes"])
+        warn_if_column_vector(y)
         if len(candidates) == 1:  # depends on the grid only
             warnings.warn(
                 "param_grid has a single candidate: there is nothing to select, so "
