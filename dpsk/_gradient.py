@@ -111,8 +111,9 @@ def noisy_gd_schedule(n, d, alpha, loss, epsilon, delta, *, n_problems=1):
     minimiser, with ``R = min(lipschitz / alpha, sqrt(2 l(0) / alpha))``: at
     the minimiser ``alpha w*`` is minus an average of vectors of norm <=
     lipschitz, and since the loss is >= 0, ``(alpha/2) ||w*||^2 <= J(w*) <=
-    J(0) = l(0)`` (the second bound is the smaller one for the losses of
-    dpsk at every ``alpha < 1``). Unrolling gives
+    J(0) = l(0)`` (the second bound is the smaller one whenever ``alpha <
+    1 / (2 l(0))``, e.g. ``alpha < 0.72`` for the logistic loss). Unrolling
+    gives
 
     ``E||w_T - w*||^2 <= q^(2T) R^2
     + eta^2 sigma_T^2 d (1 - q^(2T)) / (1 - q^2)``,
@@ -125,6 +126,15 @@ def noisy_gd_schedule(n, d, alpha, loss, epsilon, delta, *, n_problems=1):
     such, if several). It lands where the two terms balance, a few times ``L /
     (2 alpha)`` times a logarithm of the signal to noise ratio; at small
     ``alpha`` and large budgets the cap binds.
+
+    The bound is a worst case over data sets, and real data usually has a
+    minimiser much shorter than ``R`` lying in well-curved directions, so the
+    rule errs towards too many steps. Measured on Adult (n = 36177, d = 105,
+    delta = 1e-6, five seeds): at ``alpha = 1e-2`` the rule's ``T`` (62 at
+    ``epsilon = 0.1``, 117 at ``epsilon = 1``) is within a factor 2 of the
+    sweep's best; at ``alpha = 1e-3`` (308 and 860) it is 2 to 3 times the
+    ``T`` with the lowest excess objective, costing under one point of test
+    error at ``epsilon = 0.1`` and nothing at ``epsilon = 1``.
 
     Parameters
     ----------
