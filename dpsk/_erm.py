@@ -20,6 +20,7 @@ from ._mechanisms import (
     rounding_radius,
     solver_residual_beta,
 )
+from ._gradient import noisy_gradient_descent
 from ._silence import silenced
 from ._solver import minimize_regularized_loss, tolerance_floor
 
@@ -67,6 +68,9 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
       perturbation (``gaussian_objective_calibration``) at ``((1 -
       SOLVER_EPSILON_SHARE) epsilon / n_problems, delta / n_problems)``, plus
       the pure residual share as above.
+    * ``delta > 0``, ``perturbation="gradient"``: full-batch noisy gradient
+      descent (``dpsk._gradient``), its ``n_problems * T`` Gaussian steps
+      composed exactly as one Gaussian-DP release.
 
     Every release is added on a grid (``add_on_grid``): a plain floating-point
     sum would round to values whose low bits depend on the minimiser (Mironov,
@@ -83,7 +87,7 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
         Epsilon of the whole release of ``n_problems`` models, > 0.
     alpha : float
         L2 regularisation ``alpha/2 ||w||^2``, > 0 (the paper's Lambda).
-    perturbation : {"objective", "output"}
+    perturbation : {"objective", "output", "gradient"}
     rng : NoiseSource
         Used only for this release's noise (``dpsk._random``).
     tol : float, default=1e-10
@@ -112,8 +116,15 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
     n, d = Z.shape
     if loss.lipschitz > 1:
         raise ValueError("The privacy guarantees need a loss with |l'| <= 1.")
-    if perturbation not in ("objective", "output"):
-        raise ValueError(f"perturbation must be 'objective' or 'output', got {perturbation!r}.")
+    if perturbation not in ("objective", "output", "gradient"):
+        raise ValueError(
+            f"perturbation must be 'objective', 'output' or 'gradient', got {perturbation!r}."
+        )
+    if perturbation == "gradient":
+        if delta == 0:
+            raise ValueError("perturbation='gradient' needs delta > 0 (Gaussian noise).")
+        return noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng,
+                                      n_problems=n_problems)
     if perturbation == "output":
         # The release lives on a grid fixed by public quantities, so that its
         # floating-point bits say nothing about the minimiser (add_on_grid).

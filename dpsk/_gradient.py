@@ -22,7 +22,6 @@ Two functions:
 """
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +33,7 @@ from ._mechanisms import (
     release_grid,
     rounding_radius,
 )
+from ._silence import silenced
 
 __all__ = ["NoisyGDSchedule", "noisy_gd_schedule", "noisy_gradient_descent", "MAX_STEPS"]
 
@@ -267,8 +267,7 @@ def noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng, *, n_problems
         dropped and numpy's floating-point warnings silenced, since they could
         depend on the data.
     """
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
+    with silenced():
         return _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems)
 
 

@@ -255,3 +255,21 @@ def test_gaussian_output_beats_pure_output_in_high_dimension():
     gauss = [np.linalg.norm(DPLogisticRegression(random_state=k, delta=1e-6, **kw)
                             .fit(X, y).coef_[0] - exact) for k in range(5)]
     assert np.mean(gauss) < 0.5 * np.mean(pure)
+
+
+def test_gradient_perturbation_needs_delta_and_records_a_gaussian_event():
+    from dpsk import BudgetAccountant, DPLogisticRegression, GaussianEvent
+    from dpsk._gradient import noisy_gd_schedule
+
+    Z, y = _rows(300, 4, 5)
+    acc = BudgetAccountant()
+    with pytest.raises(ValueError, match="needs delta > 0"):
+        DPLogisticRegression(perturbation="gradient", accountant=acc).fit(Z, y)
+    assert acc.spends == []
+    clf = DPLogisticRegression(perturbation="gradient", delta=1e-6, classes=[-1, 1],
+                               accountant=acc, alpha=0.01).fit(Z, y)
+    event = clf.privacy_event_
+    assert isinstance(event, GaussianEvent) and event.epsilon == 1.0
+    schedule = noisy_gd_schedule(300, 5, 0.01, LogisticLoss(), 1.0, 1e-6)
+    assert event.noise_multiplier == pytest.approx(1 / schedule.mu, rel=1e-9)
+    assert acc.total() == (1.0, 1e-6)

@@ -10,6 +10,7 @@ ESTIMATORS = [
     DPHuberSVM(),
     DPLogisticRegression(delta=1e-5, perturbation="output"),
     DPHuberSVM(delta=1e-5),
+    DPLogisticRegression(delta=1e-5, perturbation="gradient"),
 ]
 
 

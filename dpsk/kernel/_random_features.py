@@ -227,9 +227,10 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         SVM (``c = 1/(2h)``; no ``predict_proba``).
     h : float, default=0.5
         Width of the Huber zone, > 0; used only with ``loss="huber"``.
-    perturbation : {"objective", "output"}, default="objective"
+    perturbation : {"objective", "output", "gradient"}, default="objective"
         ``"objective"``: Algorithm 2 (noise in the objective, usually more
         accurate). ``"output"``: Algorithm 1 (noise added to the minimiser).
+        ``"gradient"`` (needs ``delta > 0``): noisy gradient descent.
     fit_intercept : bool, default=True
         Fit an intercept as a regularised constant feature: each design row is
         ``[phi(x), 1] / sqrt(2)``, so its norm stays 1 and the objective stays
@@ -365,6 +366,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         samplers keep below ``1e20`` per coordinate; the check uses that margin
         and depends on the parameters alone.
         """
+        super()._check_params_before_fit()
         scale = math.sqrt(2.0 * self.gamma) if self.kernel == "rbf" else self.gamma
         if scale * self.data_norm > 1e250:
             raise ValueError(

@@ -83,7 +83,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
     _parameter_constraints = {
         "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
         "alpha": [Interval(Real, 0, np.inf, closed="neither")],
-        "perturbation": [StrOptions({"objective", "output"})],
+        "perturbation": [StrOptions({"objective", "output", "gradient"})],
         "fit_intercept": ["boolean"],
         "data_norm": [Interval(Real, 0, np.inf, closed="neither")],
         "tol": [Interval(Real, 0, np.inf, closed="neither")],
@@ -101,16 +101,17 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         """The ledger event of one fit: what the mechanism is, not just its pair.
 
         ``delta = 0``: a pure epsilon release with Gamma-norm noise.
-        ``delta > 0`` with output perturbation: one Gaussian mechanism whose
-        noise is ``analytic_gaussian_sigma(epsilon, delta, 1)`` times its L2
-        sensitivity (the scale is equivariant, so this ratio is public),
-        which composes exactly under PLD/RDP accounting. Gaussian objective
-        perturbation is recorded by its ``(epsilon, delta)`` pair.
+        ``delta > 0`` with output perturbation or noisy gradient descent: one
+        Gaussian mechanism (for gradient descent, the exact composition of its
+        steps) whose noise is ``analytic_gaussian_sigma(epsilon, delta, 1)``
+        times its L2 sensitivity (the scale is equivariant, so this ratio is
+        public), which composes exactly under PLD/RDP accounting. Gaussian
+        objective perturbation is recorded by its ``(epsilon, delta)`` pair.
         """
         epsilon, delta = self._privacy_cost()
         if delta == 0:
             return PureDPEvent(epsilon, mechanism="gamma-norm")
-        if self.perturbation == "output":
+        if self.perturbation in ("output", "gradient"):
             return GaussianEvent(noise_multiplier=analytic_gaussian_sigma(epsilon, delta, 1.0),
                                  delta=delta, claimed_epsilon=epsilon)
         return ApproxDPEvent(epsilon, delta)
@@ -155,6 +156,11 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
 
     def _check_params_before_fit(self):
         """Parameter checks beyond the constraints (subclasses add theirs)."""
+        if self.perturbation == "gradient" and self.delta == 0:
+            raise ValueError(
+                "perturbation='gradient' (noisy gradient descent) adds Gaussian noise and "
+                "needs delta > 0, e.g. delta=1e-6; with delta=0 use 'objective' or 'output'."
+            )
 
     def _validate_input(self, X, y):
         """Refuse input outside the domain (free); return ``(X, y, classes_)``."""

@@ -17,10 +17,12 @@ _SHARED_PARAMS_DOC = """
         ``(1/n) sum_i loss(y_i, w.x_i) + (alpha/2) ||w||^2`` (the paper's Lambda,
         scikit-learn's ``SGDClassifier`` alpha). scikit-learn's ``C`` corresponds
         to ``1 / (n_samples * alpha)``. Larger alpha means less noise.
-    perturbation : {"objective", "output"}, default="objective"
+    perturbation : {"objective", "output", "gradient"}, default="objective"
         ``"objective"``: Algorithm 2 of Chaudhuri et al. (2011), noise added to the
         objective (usually more accurate). ``"output"``: Algorithm 1, noise added
         to the exact minimiser, calibrated to its sensitivity ``2/(n alpha)``.
+        ``"gradient"`` (needs ``delta > 0``): full-batch noisy gradient descent
+        with a data-independent schedule (``dpsk._gradient``), no solver.
     fit_intercept : bool, default=True
         Fit an intercept as a regularised constant feature: each row becomes
         ``[x / data_norm, 1] / sqrt(2)`` so that its norm stays <= 1 and the
