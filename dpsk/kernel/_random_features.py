@@ -28,6 +28,7 @@ from .._validation import (
     values_withheld,
 )
 from ..linear_model._base import BaseDPLinearClassifier, fit_private_problems
+from ..linear_model._logistic import _CLASSES_AND_DELTA_DOC
 
 __all__ = ["DPKernelClassifier", "sample_frequencies", "fourier_features"]
 
@@ -260,23 +261,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         known is not private (the noise can be recomputed). Generators,
         ``RandomState`` and ``SeedSequence`` objects are refused, because the
         saved model would carry them.
-    classes : array-like of shape (n_classes,) or None, default=None
-        The declared labels (at least two). They fix ``classes_``, the number of
-        one-vs-rest models and each model's share of epsilon, whatever ``y``
-        holds; labels of ``y`` outside them are refused before anything is
-        spent, and a declared class absent from ``y`` still gets its (mostly
-        noise) model. None reads them from ``y`` and warns, every fit, that the
-        fitted model then reveals which labels occur.
-    delta : float, default=0.0
-        In [0, 1). ``0`` (the default) gives pure epsilon-differential privacy
-        with the Gamma-norm noise of Chaudhuri et al. (2011). ``delta > 0``
-        gives ``(epsilon, delta)``-differential privacy with Gaussian noise,
-        whose norm grows like ``sqrt(d)`` instead of ``d``: output perturbation
-        uses the analytic Gaussian mechanism (Balle and Wang 2018), with
-        one-vs-rest models released as one joint Gaussian mechanism; objective
-        perturbation uses Gaussian noise in the objective with the accounting
-        derived in ``dpsk._mechanisms.gaussian_objective_delta``. Choose delta
-        well below ``1 / n_samples``.
+%(classes_and_delta)s
 
     Attributes
     ----------
@@ -460,3 +445,9 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False  # the feature map needs dense rows
         return tags
+
+
+# The classes and delta parameters mean the same in every model: one text.
+DPKernelClassifier.__doc__ = DPKernelClassifier.__doc__.replace(
+    "%(classes_and_delta)s", _CLASSES_AND_DELTA_DOC.strip()
+)

@@ -7,7 +7,25 @@ from ._base import BaseDPLinearClassifier
 
 __all__ = ["DPLogisticRegression"]
 
-_SHARED_PARAMS_DOC = """
+_CLASSES_AND_DELTA_DOC = """    classes : array-like of shape (n_classes,) or None, default=None
+        The declared labels (at least two). They fix ``classes_``, the number of
+        one-vs-rest models and each model's share of epsilon, whatever ``y``
+        holds; labels of ``y`` outside them are refused before anything is
+        spent, and a declared class absent from ``y`` still gets its (mostly
+        noise) model. None reads them from ``y`` and warns, every fit, that the
+        fitted model then reveals which labels occur.
+    delta : float, default=0.0
+        In [0, 1). ``0`` (the default) gives pure epsilon-differential privacy
+        with the Gamma-norm noise of Chaudhuri et al. (2011). ``delta > 0``
+        gives ``(epsilon, delta)``-differential privacy with Gaussian noise,
+        whose norm grows like ``sqrt(d)`` instead of ``d``: output perturbation
+        uses the analytic Gaussian mechanism (Balle and Wang 2018), with
+        one-vs-rest models released as one joint Gaussian mechanism; objective
+        perturbation uses Gaussian noise in the objective with the accounting
+        derived in ``dpsk._mechanisms.gaussian_objective_delta``. Choose delta
+        well below ``1 / n_samples``."""
+
+_SHARED_PARAMS_DOC = f"""
     epsilon : float, default=1.0
         Privacy parameter of one fit, > 0 and finite (with ``delta``, see
         below). With more than two classes and ``delta = 0`` each one-vs-rest
@@ -51,23 +69,7 @@ _SHARED_PARAMS_DOC = """
         for tests and documentation only: a model whose seed is known is not
         private. Generators, ``RandomState`` and ``SeedSequence`` objects are
         refused, because the saved model would carry them.
-    classes : array-like of shape (n_classes,) or None, default=None
-        The declared labels (at least two). They fix ``classes_``, the number of
-        one-vs-rest models and each model's share of epsilon, whatever ``y``
-        holds; labels of ``y`` outside them are refused before anything is
-        spent, and a declared class absent from ``y`` still gets its (mostly
-        noise) model. None reads them from ``y`` and warns, every fit, that the
-        fitted model then reveals which labels occur.
-    delta : float, default=0.0
-        In [0, 1). ``0`` (the default) gives pure epsilon-differential privacy
-        with the Gamma-norm noise of Chaudhuri et al. (2011). ``delta > 0``
-        gives ``(epsilon, delta)``-differential privacy with Gaussian noise,
-        whose norm grows like ``sqrt(d)`` instead of ``d``: output perturbation
-        uses the analytic Gaussian mechanism (Balle and Wang 2018), with
-        one-vs-rest models released as one joint Gaussian mechanism; objective
-        perturbation uses Gaussian noise in the objective with the accounting
-        derived in ``dpsk._mechanisms.gaussian_objective_delta``. Choose delta
-        well below ``1 / n_samples``."""
+{_CLASSES_AND_DELTA_DOC}"""
 
 _SHARED_ATTRS_DOC = """
     classes_ : ndarray of shape (n_classes,)
