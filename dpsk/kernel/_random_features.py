@@ -449,5 +449,5 @@ class DPKernelClassifier(BaseDPLinearClassifier):
 
 # The classes and delta parameters mean the same in every model: one text.
 DPKernelClassifier.__doc__ = DPKernelClassifier.__doc__.replace(
-    "%(classes_and_delta)s", _CLASSES_AND_DELTA_DOC.strip()
+    "%(classes_and_delta)s", _CLASSES_AND_DELTA_DOC.rstrip()
 )
