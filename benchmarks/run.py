@@ -14,6 +14,8 @@ fit-time     fit time of dpsk / its non-private scikit-learn counterpart
 scaling      fit time and peak memory vs rows on synthetic data (subprocess per size)
 kernel       (benchmarks/bench_kernel.py, if present)
 grid-search  (benchmarks/bench_grid_search.py, if present)
+gaussian     Adult, pure epsilon vs (epsilon, 1e-6) Gaussian output/objective (+ gradient if
+             available), diffprivlib and non-private, best alpha per epsilon (oracle)
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -34,9 +36,11 @@ COMMANDS = {
     "scaling": ("bench_scaling", "main"),
     "kernel": ("bench_kernel", "main"),
     "grid-search": ("bench_grid_search", "main"),
+    "gaussian": ("bench_gaussian", "main"),
 }
-ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search")
-OPTIONAL = {"kernel", "grid-search"}
+ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
+             "gaussian")
+OPTIONAL = {"kernel", "grid-search", "gaussian"}
 
 
 class MissingBenchmark(RuntimeError):
