@@ -16,6 +16,7 @@ from ._mechanisms import (
     noise_norm_bound,
     objective_perturbation_calibration,
     output_perturbation_beta,
+    output_perturbation_sensitivity,
     release_grid,
     rounding_radius,
     solver_residual_beta,
@@ -137,8 +138,8 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
                                             solver_tol=tol, rounding=rounding)
             noise = gamma_norm_noise(d, beta, rng)
         else:
-            sensitivity = (2.0 * loss.lipschitz / (n * alpha) + 2.0 * tol / alpha
-                           + 2.0 * rounding)
+            sensitivity = output_perturbation_sensitivity(n, alpha, loss.lipschitz,
+                                                          solver_tol=tol, rounding=rounding)
             sigma = analytic_gaussian_sigma(epsilon, delta,
                                             math.sqrt(n_problems) * sensitivity)
             noise = gaussian_noise(d, sigma, rng)

@@ -22,6 +22,7 @@ from ._random import NoiseSource
 __all__ = [
     "gamma_norm_noise",
     "output_perturbation_beta",
+    "output_perturbation_sensitivity",
     "ObjectiveCalibration",
     "objective_perturbation_calibration",
     "solver_residual_beta",
@@ -119,14 +120,25 @@ def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0, r
     -------
     beta : float
     """
-    _check_positive(epsilon=epsilon, n=n, alpha=alpha, lipschitz=lipschitz)
+    _check_positive(epsilon=epsilon)
+    return epsilon / output_perturbation_sensitivity(n, alpha, lipschitz, solver_tol, rounding)
+
+
+def output_perturbation_sensitivity(n, alpha, lipschitz=1.0, solver_tol=0.0, rounding=0.0):
+    """L2 sensitivity of the rounded solver point that output perturbation releases.
+
+    ``2 lipschitz / (n alpha) + 2 solver_tol / alpha + 2 rounding``: the exact
+    minimiser's (Chaudhuri et al. 2011, Corollary 1), the solver's distance to
+    it on each side, and the rounding to the release grid on each side. Both
+    the Gamma-norm (:func:`output_perturbation_beta`) and the Gaussian
+    calibrations of output perturbation use it.
+    """
+    _check_positive(n=n, alpha=alpha, lipschitz=lipschitz)
     if not solver_tol >= 0:
         raise ValueError(f"solver_tol must be >= 0, got {solver_tol!r}.")
     if not rounding >= 0:
         raise ValueError(f"rounding must be >= 0, got {rounding!r}.")
-    sensitivity = (2.0 * lipschitz / (n * alpha) + 2.0 * solver_tol / alpha
-                   + 2.0 * rounding)
-    return epsilon / sensitivity
+    return 2.0 * lipschitz / (n * alpha) + 2.0 * solver_tol / alpha + 2.0 * rounding
 
 
 @dataclass(frozen=True)
@@ -335,7 +347,7 @@ def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature):
     ``c / (n (exp(epsilon / 2) - 1))``, which costs exactly ``epsilon / 2``
     (the same rule as Algorithm 2's Delta branch). ``sigma`` is then the
     smallest scale at which :func:`gaussian_objective_delta` is <= ``delta``
-    (found by bisection on ``log sigma``; the bound decreases in ``sigma``).
+    (found by :func:`_smallest_sigma`; the bound decreases in ``sigma``).
 
     Parameters
     ----------
@@ -363,17 +375,9 @@ def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature):
         extra_alpha = max(curvature / (n * math.expm1(epsilon / 2.0)) - alpha, 0.0)
         epsilon_jacobian = math.log1p(curvature / (n * (alpha + extra_alpha)))
 
-    def excess(log_sigma):
-        return gaussian_objective_delta(math.exp(log_sigma), epsilon, epsilon_jacobian) - delta
-
-    lo, hi = -5.0, 5.0
-    while excess(lo) <= 0:
-        lo -= 5.0
-    while excess(hi) > 0:
-        hi += 5.0
-    sigma = math.exp(brentq(excess, lo, hi, xtol=1e-14, rtol=1e-14)) * (1.0 + 1e-12)
-    while gaussian_objective_delta(sigma, epsilon, epsilon_jacobian) > delta:  # pragma: no cover
-        sigma *= 1.0 + 1e-9
+    sigma = _smallest_sigma(
+        lambda s: gaussian_objective_delta(s, epsilon, epsilon_jacobian), delta, log_guess=0.0
+    )
     return GaussianObjectiveCalibration(sigma=sigma, extra_alpha=extra_alpha,
                                         epsilon_jacobian=epsilon_jacobian)
 
@@ -551,10 +555,8 @@ def analytic_gaussian_sigma(epsilon, delta, sensitivity):
 
     Derivation: :func:`gaussian_delta` is continuous and strictly decreasing in
     ``sigma`` from 1 (sigma -> 0) to 0 (sigma -> inf), so the equation
-    ``gaussian_delta(sigma) = delta`` has one root. It is bracketed by doubling
-    or halving from the classical scale and found by Brent's method; the
-    returned sigma is nudged up by one part in 1e12 and checked, so the
-    guarantee never rests on the root finder's last digit.
+    ``gaussian_delta(sigma) = delta`` has one root, found from the classical
+    scale by :func:`_smallest_sigma`.
 
     Parameters
     ----------
@@ -573,17 +575,29 @@ def analytic_gaussian_sigma(epsilon, delta, sensitivity):
     if not (0.0 < delta < 1.0):
         raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
 
-    def excess(log_sigma):
-        return gaussian_delta(math.exp(log_sigma), epsilon, sensitivity) - delta
-
     guess = math.log(sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon)
-    lo, hi = guess - 1.0, guess + 1.0
+    return _smallest_sigma(lambda s: gaussian_delta(s, epsilon, sensitivity), delta,
+                           log_guess=guess)
+
+
+def _smallest_sigma(delta_of_sigma, delta, log_guess):
+    """The smallest ``sigma`` with ``delta_of_sigma(sigma) <= delta``.
+
+    ``delta_of_sigma`` must decrease continuously from above ``delta`` to 0:
+    the root is bracketed on ``log sigma`` by stepping out from ``log_guess``
+    and found by Brent's method; the result is nudged up by one part in 1e12
+    and checked, so the guarantee never rests on the root finder's last digit.
+    """
+    def excess(log_sigma):
+        return delta_of_sigma(math.exp(log_sigma)) - delta
+
+    lo, hi = log_guess - 1.0, log_guess + 1.0
     while excess(lo) <= 0:
         lo -= 2.0
     while excess(hi) > 0:
         hi += 2.0
     sigma = math.exp(brentq(excess, lo, hi, xtol=1e-14, rtol=1e-14)) * (1.0 + 1e-12)
-    while gaussian_delta(sigma, epsilon, sensitivity) > delta:  # pragma: no cover
+    while delta_of_sigma(sigma) > delta:  # pragma: no cover
         sigma *= 1.0 + 1e-9
     return sigma
 

@@ -25,7 +25,8 @@ from sklearn.utils.multiclass import check_classification_targets
 
 __all__ = ["row_norms", "clip_rows", "design_matrix", "unscale_coef", "check_classes",
            "resolve_classes", "check_not_datetime", "binary_targets",
-           "ClassesFromDataWarning", "values_withheld", "warn_if_classes_undeclared", "warn_if_column_vector"]
+           "ClassesFromDataWarning", "values_withheld", "warn_if_classes_undeclared",
+           "warn_if_column_vector"]
 
 
 class ClassesFromDataWarning(UserWarning):
@@ -260,7 +261,7 @@ def warn_if_classes_undeclared(classes):
 
 
 def resolve_classes(y, classes):
-    """The ``classes_`` of a fit: the declared ones, or (with a warning) those of ``y``.
+    """The ``classes_`` of a fit: the declared ones, or those of ``y``.
 
     Parameters
     ----------
