@@ -14,9 +14,15 @@ from dpsk._random import (
     validate_random_state,
 )
 
-#: Significance of each goodness-of-fit test: a correct sampler fails one with
-#: probability 1e-3 for a fresh seed; the seeds here are fixed.
+#: Significance of each goodness-of-fit test on the seeded source: a correct
+#: sampler fails one with probability 1e-3 for a fresh seed; the seed is fixed,
+#: so these are deterministic.
 SIGNIFICANCE = 1e-3
+#: The secure source reads fresh OS entropy at every run, so its tests cannot be
+#: made deterministic: they use a false-failure rate of 1e-9 per test instead
+#: (they check that OS bytes feed the same samplers; the laws themselves are
+#: pinned down by the seeded runs).
+SECURE_SIGNIFICANCE = 1e-9
 
 
 @pytest.fixture(params=["secure", "seeded"])
@@ -24,23 +30,27 @@ def source(request):
     return NoiseSource.secure() if request.param == "secure" else NoiseSource.seeded(2026)
 
 
+def _significance(source):
+    return SECURE_SIGNIFICANCE if source.is_secure else SIGNIFICANCE
+
+
 def test_uniforms_are_strictly_inside_the_unit_interval(source):
     u = source.random(100_000)
     assert u.min() > 0.0 and u.max() < 1.0
-    assert stats.kstest(u, "uniform").pvalue > SIGNIFICANCE
+    assert stats.kstest(u, "uniform").pvalue > _significance(source)
     # 1 - u is exact, which the two-sided gamma inversion relies on.
     np.testing.assert_array_equal(1.0 - (1.0 - u), u)
 
 
 def test_standard_normal_law(source):
     x = source.standard_normal(20_000)
-    assert stats.kstest(x, "norm").pvalue > SIGNIFICANCE
+    assert stats.kstest(x, "norm").pvalue > _significance(source)
 
 
 @pytest.mark.parametrize("shape", [1.0, 2.0, 30.0, 1000.0])
 def test_gamma_law(source, shape):
     x = source.gamma(shape, scale=0.7, size=8000)
-    assert stats.kstest(x, stats.gamma(a=shape, scale=0.7).cdf).pvalue > SIGNIFICANCE
+    assert stats.kstest(x, stats.gamma(a=shape, scale=0.7).cdf).pvalue > _significance(source)
 
 
 def test_gamma_test_has_power_against_a_ten_percent_scale_error():
@@ -54,7 +64,7 @@ def test_choice_frequencies(source):
     p = np.array([0.5, 0.3, 0.15, 0.05])
     picks = np.array([source.choice(4, p) for _ in range(20_000)])
     observed = np.bincount(picks, minlength=4)
-    assert stats.chisquare(observed, 20_000 * p).pvalue > SIGNIFICANCE
+    assert stats.chisquare(observed, 20_000 * p).pvalue > _significance(source)
 
 
 def test_secure_source_has_no_state_to_store_or_replay():
