@@ -99,7 +99,8 @@ class _MultinomialObjective(_CertifiedObjective):
     def __init__(self, X, y, n_classes, lam, linear):
         super().__init__(X, lam, linear)
         self.y, self.K = y, n_classes
-        self.d = X.shape[1]
+        # Shapes are checked after construction (the check reads row_norms).
+        self.d = X.shape[1] if X.ndim == 2 else 0
         self._rows = np.arange(self.n)
         self._scores_at = (None, None)
 
