@@ -134,7 +134,7 @@ def test_distance_to_the_exact_minimiser(sparse):
     _assert_certified_exactly(X, y, 3, lam, linear, res.w, tol)
 
 
-@pytest.mark.parametrize("lam", [1e-1, 1e-3, 1e-6])
+@pytest.mark.parametrize("lam", [1e-1, 1e-3, 1e-6, 1e-8])
 def test_fast_path_certifies_the_gradient_norm(lam):
     X, y = _problem(n=60, d=4, K=3, seed=2)
     tol = 1e-10
