@@ -830,7 +830,8 @@ def _accelerated_gradient(obj, w, bound, tol):
 
     Here ``mu = lam`` and ``L = curvature * max ||x_i||^2 + lam`` (``l'`` is
     ``curvature``-Lipschitz, and ``||X^T D X|| / n <= c max ||x_i||^2`` for
-    ``0 <= D <= c``; for softmax see ``dpsk._multinomial_solver``). K depends on the data, but only ``w`` leaves the solver.
+    ``0 <= D <= c``; for softmax see ``dpsk._multinomial_solver``). K depends
+    on the data, but only ``w`` leaves the solver.
 
     Exact arithmetic versus rounding: K is a theorem in exact arithmetic. The
     iterations are rounded; the target ``tol / (2 lam)`` leaves half the
