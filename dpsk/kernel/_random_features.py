@@ -338,7 +338,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         self.classes = classes
         self.delta = delta
 
-    def _make_loss(self):
+    def _make_loss(self, n_classes=2):
         return make_loss(self.loss, self.h)
 
     def _check_params_before_fit(self):
@@ -378,7 +378,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
                              fit_intercept=self.fit_intercept)
         del X
         W = fit_private_problems(
-            Z, y, classes, self._make_loss(), epsilon, self.alpha,
+            Z, y, classes, self._make_loss(len(classes)), epsilon, self.alpha,
             self.perturbation, noise_source(self.random_state), tol=self.tol,
             delta=delta, n_jobs=self.n_jobs,
         )
