@@ -147,6 +147,8 @@ AUDITED = [
            3),
     Config("logreg-multinomial-binary",
            _simple(DPLogisticRegression, alpha=0.1, multi_class="multinomial")),
+    Config("kernel-logistic-3class-multinomial",
+           _simple(DPKernelClassifier, n_components=10, loss="logistic"), 3),
     Config("logreg-gaussian-objective-3class",
            _simple(DPLogisticRegression, alpha=0.1, delta=1e-5), 3),
     Config("logreg-gaussian-output-3class-ovr",
