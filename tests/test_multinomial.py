@@ -429,3 +429,356 @@ def test_private_erm_asks_for_the_softmax_constants(monkeypatch):
     assert calls[0][0] == "output_perturbation_beta"
     assert calls[0][1][:4] == (EPSILON, 30, 0.1, SQRT2)
     assert calls[1][0] == "gamma_norm_noise" and calls[1][1][0] == SIZE
+
+
+# -- 4. end-to-end noise laws through private_erm ------------------------------------------
+
+N_ROWS = 30
+N_RELEASES = 1200  # KS distance of Gamma(6) vs 0.9 x Gamma(6) is 0.10; critical 0.056
+
+
+def _tol_used(lam, linear_norm_bound=0.0):
+    """The tolerance private_erm actually uses: ``tol`` raised to the solver's floor."""
+    return max(TOL, multinomial_tolerance_floor(D, K, lam, linear_norm_bound))
+
+
+def _rounding(lam, n=N_ROWS):
+    return rounding_radius(release_grid(2.0 * SQRT2 / (n * lam), SIZE), SIZE)
+
+
+def check_gamma_law(norms, beta, d=SIZE):
+    """KS of ``norms`` against Gamma(d, 1/beta); the 10%-smaller law must be rejected."""
+    p_right = stats.kstest(norms, stats.gamma(a=d, scale=1.0 / beta).cdf).pvalue
+    p_small = stats.kstest(norms, stats.gamma(a=d, scale=SMALLER / beta).cdf).pvalue
+    assert p_right > P_THRESHOLD, f"calibrated law rejected: p={p_right:.2e}"
+    assert p_small < P_THRESHOLD, f"no power against 10% less noise: p={p_small:.2e}"
+    return p_right, p_small
+
+
+def check_normal_law(sample, sigma):
+    """KS and the exact chi-square scale test against N(0, sigma^2), as in test_gaussian."""
+    def scale_p(s):
+        t = np.sum(sample**2) / s**2
+        tail = stats.chi2(df=sample.size)
+        return 2 * min(tail.cdf(t), tail.sf(t))
+
+    p_ks = stats.kstest(sample, stats.norm(scale=sigma).cdf).pvalue
+    assert p_ks > P_THRESHOLD, f"calibrated law rejected (KS): p={p_ks:.2e}"
+    assert scale_p(sigma) > P_THRESHOLD, f"calibrated law rejected (scale): p={scale_p(sigma):.2e}"
+    assert scale_p(SMALLER * sigma) < 1e-6, "no power against 10% less noise"
+
+
+def _shrink(module, name, monkeypatch, field=None):
+    """Make ``module.name`` give 10% less noise: a rate / 0.9, or a scale ``field`` x 0.9."""
+    original = getattr(module, name)
+
+    def mutated(*args, **kwargs):
+        result = original(*args, **kwargs)
+        if field == "beta":
+            return dataclasses.replace(result, beta=result.beta / SMALLER)
+        if field == "sigma":
+            return dataclasses.replace(result, sigma=result.sigma * SMALLER)
+        if field == "scale":
+            return result * SMALLER
+        return result / SMALLER
+
+    monkeypatch.setattr(module, name, mutated)
+
+
+def _releases(Z, y, perturbation, lam, n_releases, seed, epsilon=EPSILON, delta=0.0):
+    for k in range(n_releases):
+        W = private_erm(Z, y, LOSS, epsilon, lam, perturbation, NoiseSource.seeded([seed, k]),
+                        tol=TOL, delta=delta)
+        assert W.shape == (K, D)
+        yield W
+
+
+# a. pure output perturbation
+
+OUTPUT = dict(lam=0.1, seed=11)
+
+
+def _output_beta():
+    lam = OUTPUT["lam"]
+    return output_perturbation_beta(EPSILON, N_ROWS, lam, SQRT2, solver_tol=_tol_used(lam),
+                                    rounding=_rounding(lam))
+
+
+def _output_norms():
+    Z, y = _problem(N_ROWS, seed=OUTPUT["seed"])
+    exact = _exact(Z, y, OUTPUT["lam"])
+    grid = release_grid(2.0 * SQRT2 / (N_ROWS * OUTPUT["lam"]), SIZE)
+    norms = []
+    for W in _releases(Z, y, "output", OUTPUT["lam"], N_RELEASES, OUTPUT["seed"]):
+        np.testing.assert_array_equal(W / grid, np.rint(W / grid))  # on the release grid
+        norms.append(np.linalg.norm(W - exact))
+    return np.array(norms)
+
+
+def test_output_perturbation_noise_law():
+    check_gamma_law(_output_norms(), _output_beta())
+
+
+def test_output_perturbation_mutation_is_caught(monkeypatch):
+    beta = _output_beta()
+    _shrink(erm_module, "output_perturbation_beta", monkeypatch)
+    with pytest.raises(AssertionError, match="calibrated law rejected"):
+        check_gamma_law(_output_norms(), beta)
+
+
+# b. pure objective perturbation: b recovered from the first-order condition
+
+# n alpha = 3: slack 2 log(1 + 1/6) = 0.31 < 0.99 eps (normal branch); n alpha =
+# 0.3: slack 2 log(1 + 5/3) = 1.96 > 0.99 eps, so extra regularisation.
+OBJECTIVE_CASES = {"normal": dict(lam=0.1, seed=12), "extra": dict(lam=0.01, seed=13)}
+# Each objective case costs ~7 s (1200 perturbed solves); the extra-regularisation
+# branch runs with -m slow (in CI).
+OBJECTIVE_PARAMS = [pytest.param("normal"), pytest.param("extra", marks=pytest.mark.slow)]
+
+
+def _objective_calibration(lam):
+    return objective_perturbation_calibration(
+        (1 - SOLVER_EPSILON_SHARE) * EPSILON, N_ROWS, lam, CURVATURE, lipschitz=SQRT2,
+        jacobian_exponent=K - 1)
+
+
+def _recovered_b(Z, y, strong, W):
+    """``-n grad(J + extra/2 ||W||^2)(W)``: the linear term that makes W stationary."""
+    return -len(y) * _objective_gradient(Z, y, strong, W)
+
+
+def _recovery_error_bound(strong, tol, rounding, epsilon_solver, residual):
+    """Bound on ``||b_recovered - b||`` holding with probability 1 - 1e-12.
+
+    The solver's point has gradient norm <= tol (error n tol); the release adds
+    the residual noise and the rounding, which move the gradient by at most
+    (c + strong) times their size (c = 1/2 bounds the loss Hessian).
+    """
+    r_max = residual(solver_residual_beta(epsilon_solver, strong, tol, rounding=rounding))
+    return N_ROWS * tol + N_ROWS * (CURVATURE + strong) * (r_max + 2 * rounding)
+
+
+def _objective_norms(lam, seed):
+    Z, y = _problem(N_ROWS, seed=seed)
+    strong = lam + _objective_calibration(lam).extra_alpha
+    return np.array([np.linalg.norm(_recovered_b(Z, y, strong, W))
+                     for W in _releases(Z, y, "objective", lam, N_RELEASES, seed)])
+
+
+@pytest.mark.parametrize("case", OBJECTIVE_PARAMS)
+def test_objective_perturbation_noise_law(case):
+    lam, seed = OBJECTIVE_CASES[case]["lam"], OBJECTIVE_CASES[case]["seed"]
+    cal = _objective_calibration(lam)
+    assert (cal.extra_alpha > 0) == (case == "extra")
+    strong = lam + cal.extra_alpha
+    tol = _tol_used(strong, noise_norm_bound(SIZE, beta=cal.beta) / N_ROWS)
+    error = _recovery_error_bound(
+        strong, tol, _rounding(strong), SOLVER_EPSILON_SHARE * EPSILON,
+        lambda beta: stats.gamma(a=SIZE, scale=1.0 / beta).isf(1e-12))
+    # A hundred times below what KS resolves (1/sqrt(N) of the spread of ||b||).
+    assert error < 1e-2 * (math.sqrt(SIZE) / cal.beta) / math.sqrt(N_RELEASES)
+    check_gamma_law(_objective_norms(lam, seed), cal.beta)
+
+
+@pytest.mark.parametrize("case", OBJECTIVE_PARAMS)
+def test_objective_perturbation_mutation_is_caught(case, monkeypatch):
+    lam, seed = OBJECTIVE_CASES[case]["lam"], OBJECTIVE_CASES[case]["seed"]
+    beta = _objective_calibration(lam).beta
+    _shrink(erm_module, "objective_perturbation_calibration", monkeypatch, field="beta")
+    with pytest.raises(AssertionError, match="calibrated law rejected"):
+        check_gamma_law(_objective_norms(lam, seed), beta)
+
+
+# c. Gaussian output perturbation
+
+GAUSS = dict(eps=0.7, delta=1e-5, n_releases=400)  # 400 x 6 = 2400 coordinates
+
+
+def _gaussian_output_sigma(lam):
+    sensitivity = output_perturbation_sensitivity(N_ROWS, lam, SQRT2, solver_tol=_tol_used(lam),
+                                                  rounding=_rounding(lam))
+    assert sensitivity > 2 * SQRT2 / (N_ROWS * lam)
+    return analytic_gaussian_sigma(GAUSS["eps"], GAUSS["delta"], sensitivity)
+
+
+def _gaussian_output_noise(lam, seed):
+    Z, y = _problem(N_ROWS, seed=seed)
+    exact = _exact(Z, y, lam)
+    return np.concatenate([
+        (W - exact).ravel()
+        for W in _releases(Z, y, "output", lam, GAUSS["n_releases"], seed, epsilon=GAUSS["eps"],
+                           delta=GAUSS["delta"])])
+
+
+def test_gaussian_output_noise_law():
+    check_normal_law(_gaussian_output_noise(0.1, 14), _gaussian_output_sigma(0.1))
+
+
+def test_gaussian_output_mutation_is_caught(monkeypatch):
+    sigma = _gaussian_output_sigma(0.1)
+    _shrink(erm_module, "analytic_gaussian_sigma", monkeypatch, field="scale")
+    with pytest.raises(AssertionError, match="calibrated law rejected"):
+        check_normal_law(_gaussian_output_noise(0.1, 14), sigma)
+
+
+# d. Gaussian objective perturbation
+
+# n alpha = 3: rank 2 x log(1 + 1/6) = 0.31 < eps/2 (no extra regularisation);
+# n alpha = 0.3: 1.96 > eps/2, extra regularisation.
+GAUSS_OBJECTIVE_CASES = {"normal": dict(lam=0.1, seed=15), "extra": dict(lam=0.01, seed=16)}
+
+
+def _gaussian_objective_calibration(lam):
+    return gaussian_objective_calibration(
+        (1 - SOLVER_EPSILON_SHARE) * GAUSS["eps"], GAUSS["delta"], N_ROWS, lam, CURVATURE,
+        lipschitz=SQRT2, hessian_rank=K - 1)
+
+
+def _gaussian_objective_noise(lam, seed):
+    Z, y = _problem(N_ROWS, seed=seed)
+    strong = lam + _gaussian_objective_calibration(lam).extra_alpha
+    return np.concatenate([
+        _recovered_b(Z, y, strong, W).ravel()
+        for W in _releases(Z, y, "objective", lam, GAUSS["n_releases"], seed,
+                           epsilon=GAUSS["eps"], delta=GAUSS["delta"])])
+
+
+@pytest.mark.parametrize("case", GAUSS_OBJECTIVE_CASES)
+def test_gaussian_objective_noise_law(case):
+    lam, seed = GAUSS_OBJECTIVE_CASES[case]["lam"], GAUSS_OBJECTIVE_CASES[case]["seed"]
+    cal = _gaussian_objective_calibration(lam)
+    assert (cal.extra_alpha > 0) == (case == "extra")
+    strong = lam + cal.extra_alpha
+    tol = _tol_used(strong, noise_norm_bound(SIZE, sigma=cal.sigma) / N_ROWS)
+    error = _recovery_error_bound(
+        strong, tol, _rounding(strong), SOLVER_EPSILON_SHARE * GAUSS["eps"],
+        lambda beta: stats.gamma(a=SIZE, scale=1.0 / beta).isf(1e-12))
+    assert error < 1e-4 * cal.sigma
+    check_normal_law(_gaussian_objective_noise(lam, seed), cal.sigma)
+
+
+@pytest.mark.parametrize("case", GAUSS_OBJECTIVE_CASES)
+def test_gaussian_objective_mutation_is_caught(case, monkeypatch):
+    lam, seed = GAUSS_OBJECTIVE_CASES[case]["lam"], GAUSS_OBJECTIVE_CASES[case]["seed"]
+    sigma = _gaussian_objective_calibration(lam).sigma
+    _shrink(erm_module, "gaussian_objective_calibration", monkeypatch, field="sigma")
+    with pytest.raises(AssertionError, match="calibrated law rejected"):
+        check_normal_law(_gaussian_objective_noise(lam, seed), sigma)
+
+
+# e. noisy gradient descent: the recorded draws
+
+# n = 200 so the schedule takes several steps (34 here); 60 runs x 34 steps x 6
+# coordinates = 12240 draws.
+GD = dict(n=200, lam=0.01, eps=1.0, delta=1e-6, runs=60, seed=17)
+
+
+def _gd_schedule():
+    return noisy_gd_schedule(GD["n"], SIZE, GD["lam"], LOSS, GD["eps"], GD["delta"])
+
+
+def test_gradient_schedule_meets_delta_and_is_tight():
+    plan = _gd_schedule()
+    assert plan.n_steps > 10
+    assert plan.step_size == 1.0 / (CURVATURE + GD["lam"])
+    grid = release_grid(2.0 * SQRT2 / GD["n"], SIZE)
+    sensitivity = 2.0 * SQRT2 / GD["n"] + math.sqrt(SIZE) * grid
+    assert plan.grid == grid
+    assert plan.sensitivity == pytest.approx(sensitivity, rel=1e-15)
+    # T composed Gaussian steps of sensitivity s and noise sigma are
+    # sqrt(T) s / sigma - GDP; that meets delta, and 10% less noise does not.
+    mu = math.sqrt(plan.n_steps) * sensitivity / plan.sigma
+    assert gaussian_delta(1.0 / mu, GD["eps"], 1.0) <= GD["delta"]
+    assert gaussian_delta(SMALLER / mu, GD["eps"], 1.0) > GD["delta"]
+
+
+def _gd_noise():
+    Z, y = _problem(GD["n"], seed=GD["seed"])
+    noise = []
+    for run in range(GD["runs"]):
+        record = []
+        gradient_module._run(Z, y, LOSS, GD["eps"], GD["delta"], GD["lam"],
+                             NoiseSource.seeded([GD["seed"], run]), 1, record=record)
+        for w, released in record:
+            assert w.shape == released.shape == (K, D)
+            noise.append((released - _objective_gradient(Z, y, 0.0, w)).ravel())
+    return np.concatenate(noise)
+
+
+def test_gradient_noise_law():
+    plan = _gd_schedule()
+    noise = _gd_noise()
+    assert noise.size == GD["runs"] * plan.n_steps * SIZE >= 10000
+    check_normal_law(noise, plan.sigma)
+
+
+def test_gradient_mutation_is_caught(monkeypatch):
+    sigma = _gd_schedule().sigma
+    _shrink(gradient_module, "noisy_gd_schedule", monkeypatch, field="sigma")
+    with pytest.raises(AssertionError, match="calibrated law rejected"):
+        check_normal_law(_gd_noise(), sigma)
+
+
+def test_private_erm_gradient_is_the_recorded_run():
+    Z, y = _problem(GD["n"], seed=GD["seed"])
+    record = []
+    last = gradient_module._run(Z, y, LOSS, GD["eps"], GD["delta"], GD["lam"],
+                                NoiseSource.seeded(0), 1, record=record)
+    W = private_erm(Z, y, LOSS, GD["eps"], GD["lam"], "gradient", NoiseSource.seeded(0),
+                    delta=GD["delta"])
+    assert W.shape == (K, D)
+    np.testing.assert_array_equal(W, last)
+    assert len(record) == _gd_schedule().n_steps
+
+
+# -- 5. through the estimator: one release at the whole epsilon ---------------------------
+
+EST = dict(lam=0.1, data_norm=2.0, fits=N_RELEASES, seed=18)
+
+
+def _estimator_data():
+    rng = np.random.default_rng(EST["seed"])
+    X = rng.normal(size=(N_ROWS, D))
+    X *= 1.5 / np.linalg.norm(X, axis=1, keepdims=True)
+    X[:3] *= 3.0  # a few rows above data_norm: clipped before the solve
+    y = np.arange(N_ROWS) % K
+    return X, y
+
+
+def _estimator_norms():
+    X, y = _estimator_data()
+    Z = design_matrix(X, EST["data_norm"], False)
+    assert np.all(np.linalg.norm(Z, axis=1) <= 1 + 1e-15)
+    exact = _exact(Z, y, EST["lam"])
+    norms = []
+    for k in range(EST["fits"]):
+        model = DPLogisticRegression(
+            multi_class="multinomial", perturbation="output", fit_intercept=False,
+            classes=[0, 1, 2], data_norm=EST["data_norm"], random_state=k, alpha=EST["lam"],
+            epsilon=EPSILON, accountant=BudgetAccountant(),
+        ).fit(X, y)
+        assert model.coef_.shape == (K, D)
+        norms.append(np.linalg.norm(model.coef_ * EST["data_norm"] - exact))
+    return np.array(norms)
+
+
+def _estimator_beta(epsilon):
+    return output_perturbation_beta(epsilon, N_ROWS, EST["lam"], SQRT2,
+                                    solver_tol=_tol_used(EST["lam"]),
+                                    rounding=_rounding(EST["lam"]))
+
+
+def test_estimator_multinomial_is_one_release_at_the_whole_epsilon():
+    norms = _estimator_norms()
+    check_gamma_law(norms, _estimator_beta(EPSILON))
+    # Not K releases at epsilon / K each (that noise would be three times larger).
+    p_split = stats.kstest(norms, stats.gamma(a=SIZE, scale=1 / _estimator_beta(EPSILON / K))
+                           .cdf).pvalue
+    assert p_split < 1e-12
+
+
+def test_estimator_mutation_is_caught(monkeypatch):
+    beta = _estimator_beta(EPSILON)
+    _shrink(erm_module, "output_perturbation_beta", monkeypatch)
+    with pytest.raises(AssertionError, match="calibrated law rejected"):
+        check_gamma_law(_estimator_norms(), beta)
