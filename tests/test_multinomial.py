@@ -392,10 +392,14 @@ def test_gaussian_objective_calibration(k, epsilon, delta, n, alpha):
                                     cal.epsilon_jacobian) > delta
 
 
-def test_private_erm_asks_for_the_softmax_constants(monkeypatch):
+@pytest.mark.parametrize("k", [3, 4])
+def test_private_erm_asks_for_the_softmax_constants(monkeypatch, k):
     # The calibrations are called with lipschitz sqrt 2, exponent / rank K - 1 and
-    # the K x d dimension, at the whole epsilon.
-    Z, y = _problem(30, seed=8)
+    # the K x d dimension, at the whole epsilon. (At K = 3 the exponent K - 1 = 2
+    # equals the margin losses' default, so the noise laws below cannot tell them
+    # apart; K = 4 can.)
+    loss = MultinomialLoss(k)
+    Z, y = _problem(30, seed=8, k=k)
     calls = []
 
     def spy(name):
@@ -412,23 +416,23 @@ def test_private_erm_asks_for_the_softmax_constants(monkeypatch):
                  "gamma_norm_noise", "gaussian_noise"):
         spy(name)
     eps_main = (1 - SOLVER_EPSILON_SHARE) * EPSILON
-    W = private_erm(Z, y, LOSS, EPSILON, 0.1, "objective", NoiseSource.seeded(0), tol=TOL)
-    assert W.shape == (K, D)
+    W = private_erm(Z, y, loss, EPSILON, 0.1, "objective", NoiseSource.seeded(0), tol=TOL)
+    assert W.shape == (k, D)
     assert calls[0] == ("objective_perturbation_calibration", (eps_main, 30, 0.1, CURVATURE),
-                        dict(lipschitz=SQRT2, jacobian_exponent=K - 1))
-    assert [c[1][0] for c in calls[1:]] == [SIZE, SIZE]  # b, then the residual
+                        dict(lipschitz=SQRT2, jacobian_exponent=k - 1))
+    assert [c[1][0] for c in calls[1:]] == [k * D, k * D]  # b, then the residual
     calls.clear()
-    private_erm(Z, y, LOSS, EPSILON, 0.1, "objective", NoiseSource.seeded(0), tol=TOL,
+    private_erm(Z, y, loss, EPSILON, 0.1, "objective", NoiseSource.seeded(0), tol=TOL,
                 delta=1e-5)
     assert calls[0] == ("gaussian_objective_calibration",
                         (eps_main, 1e-5, 30, 0.1, CURVATURE),
-                        dict(lipschitz=SQRT2, hessian_rank=K - 1))
-    assert calls[1][0] == "gaussian_noise" and calls[1][1][0] == SIZE
+                        dict(lipschitz=SQRT2, hessian_rank=k - 1))
+    assert calls[1][0] == "gaussian_noise" and calls[1][1][0] == k * D
     calls.clear()
-    private_erm(Z, y, LOSS, EPSILON, 0.1, "output", NoiseSource.seeded(0), tol=TOL)
+    private_erm(Z, y, loss, EPSILON, 0.1, "output", NoiseSource.seeded(0), tol=TOL)
     assert calls[0][0] == "output_perturbation_beta"
     assert calls[0][1][:4] == (EPSILON, 30, 0.1, SQRT2)
-    assert calls[1][0] == "gamma_norm_noise" and calls[1][1][0] == SIZE
+    assert calls[1][0] == "gamma_norm_noise" and calls[1][1][0] == k * D
 
 
 # -- 4. end-to-end noise laws through private_erm ------------------------------------------
