@@ -113,7 +113,8 @@ def main(argv=None):
     print()
 
     accountant = BudgetAccountant()
-    header = f"{'model':<22}{'alpha':>9}" + "".join(f"{'eps=' + format(e, 'g'):>10}" for e in EPSILONS)
+    header = f"{'model':<22}{'alpha':>9}" + "".join(
+        f"{'eps=' + format(e, 'g'):>10}" for e in EPSILONS)
     print("mean test error of private models over", args.repeats, "fits")
     print(header)
     start = time.perf_counter()
