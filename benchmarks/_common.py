@@ -24,6 +24,27 @@ import numpy as np
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
+#: Where ``--quick`` runs write: git-ignored, so a smoke run never replaces the
+#: committed full-size results (and the README tables quoting them).
+QUICK_RESULTS_DIR = RESULTS_DIR / "quick"
+
+_quick_run = False
+
+
+def set_quick(quick):
+    """Send this process's outputs to ``QUICK_RESULTS_DIR`` (True) or ``RESULTS_DIR``.
+
+    ``python -m benchmarks`` calls it from the command line of every sub-command
+    (``--quick`` or not) before running it; each sub-command's ``main`` calls it
+    too, so that running a module directly behaves the same.
+    """
+    global _quick_run
+    _quick_run = bool(quick)
+
+
+def results_dir():
+    """The directory :func:`write_csv` and :func:`save_figure` write to (see :func:`set_quick`)."""
+    return QUICK_RESULTS_DIR if _quick_run else RESULTS_DIR
 
 #: The grid of Lambda (our ``alpha``) of Table 1 of Chaudhuri et al. (2011), as
 #: exponents: alpha = 10**-e.
@@ -232,13 +253,14 @@ def format_table(rows, columns, floatfmt="{:.4f}"):
 
 # ------------------------------------------------------------------ output files
 def write_csv(name, rows, columns=None, comment_lines=()):
-    """Write ``rows`` (dicts) to ``benchmarks/results/<name>.csv``; return the path.
+    """Write ``rows`` (dicts) to ``<results_dir()>/<name>.csv``; return the path.
 
-    ``comment_lines`` are written first, each prefixed with ``# `` (read back
-    with ``pandas.read_csv(path, comment="#")``).
+    ``benchmarks/results/`` for full runs, ``benchmarks/results/quick/`` (not
+    committed) for ``--quick`` ones. ``comment_lines`` are written first, each
+    prefixed with ``# `` (read back with ``pandas.read_csv(path, comment="#")``).
     """
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}.csv"
+    path = results_dir() / f"{name}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
     if columns is None:
         columns = []
         for r in rows:
@@ -268,8 +290,8 @@ def get_pyplot():
 
 
 def save_figure(fig, name):
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}.png"
+    path = results_dir() / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     return path
 

@@ -134,6 +134,7 @@ def table1(argv=None):
     parser.add_argument("--check-only", action="store_true",
                         help="only the fixed-alpha acceptance check")
     args = parser.parse_args(argv)
+    C.set_quick(args.quick)  # --quick writes to results/quick/, never over committed results
     cmd = "python -m benchmarks table1 " + " ".join(argv or [])
     C.limit_blas_threads()
     n_folds = args.folds or (3 if args.quick else 10)
@@ -275,6 +276,7 @@ def epsilon(argv=None):
                              "(as its Figure 2); best: per epsilon, the best alpha of "
                              f"10^{list(EPS_ALPHA_GRID)} chosen on the test folds (an oracle)")
     args = parser.parse_args(argv)
+    C.set_quick(args.quick)  # --quick writes to results/quick/, never over committed results
     cmd = "python -m benchmarks epsilon " + " ".join(argv or [])
     C.limit_blas_threads()
     n_folds = args.folds or (3 if args.quick else 10)

@@ -82,6 +82,7 @@ def main(argv=None):
                         help="diffprivlib max_iter (its default is 100)")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
+    C.set_quick(args.quick)  # --quick writes to results/quick/, never over committed results
     cmd = "python -m benchmarks diffprivlib " + " ".join(argv or [])
     C.limit_blas_threads()
     n_folds = args.folds or (3 if args.quick else 10)

@@ -90,6 +90,7 @@ def main(argv=None):
                              "depend on thread scheduling)")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
+    C.set_quick(args.quick)  # --quick writes to results/quick/, never over committed results
     cmd = "python -m benchmarks fit-time " + " ".join(argv or [])
     repeats = args.repeats or (3 if args.quick else 7)
     las = args.log10_alphas or ([-2.5] if args.quick else [-3.0, -2.0])

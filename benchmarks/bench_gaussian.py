@@ -298,6 +298,7 @@ def main(argv=None):
                         help="leave diffprivlib out (no venv needed)")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
+    C.set_quick(args.quick)  # --quick writes to results/quick/, never over committed results
     cmd = "python -m benchmarks gaussian " + " ".join(argv or [])
     C.limit_blas_threads()
     n_folds = args.folds or (3 if args.quick else 10)
@@ -307,7 +308,7 @@ def main(argv=None):
     if FIXED_LOG10_ALPHA not in grid:
         grid = tuple(sorted(set(grid) | {FIXED_LOG10_ALPHA}, reverse=True))
     epsilons = tuple(args.epsilons)
-    out_name = f"quick/{NAME}" if args.quick else NAME
+    out_name = NAME
     info = C.machine_info()
     C.header(f"gaussian: pure epsilon vs (epsilon, {DELTA:g}) on Adult, {n_folds} of 10 folds x "
              f"{runs} runs, alpha in 10^{list(grid)}, no intercept", info)
@@ -403,7 +404,6 @@ def main(argv=None):
     cols = ["method", "label", "perturbation", "delta", "epsilon", "log10_alpha", "alpha",
             "mean_error", "se_error", "sd_error", "n_fits", "n_folds", "best_alpha", "n_failed",
             "n_not_converged", "mean_fit_time_s", "max_fit_time_s", "failure"]
-    (C.RESULTS_DIR / out_name).parent.mkdir(parents=True, exist_ok=True)
     print(f"wrote {C.write_csv(out_name, rows, cols, comments)}")
     print("\nMarkdown (best alpha):\n" + markdown_matrix(lambda k, e: best.get((k, e)), methods,
                                                         epsilons))

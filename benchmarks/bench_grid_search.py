@@ -27,7 +27,7 @@ The candidate errors and mistake counts are computed for evaluation only:
 ``DPGridSearch`` never exposes them, they are not private.
 
 Run ``python -m benchmarks.bench_grid_search [--quick]``; CSV and PNG go to
-``benchmarks/results/``.
+``benchmarks/results/`` (``benchmarks/results/quick/``, not committed, with ``--quick``).
 """
 
 import argparse
@@ -48,6 +48,7 @@ ALPHAS = [10.0**-k for k in range(1, 6)]
 EPSILONS = [0.1, 0.5, 1.0]
 DELTA = 0.05  # failure probability in Theorem 9's bound
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+QUICK_RESULTS_DIR = RESULTS_DIR / "quick"  # git-ignored
 
 
 def _int_seed(rng):
@@ -173,7 +174,9 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=None,
                         help="repetitions of the 80/20 split (default 10, quick 1)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out-dir", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="default benchmarks/results/, or benchmarks/results/quick/ (not "
+                             "committed) with --quick")
     args = parser.parse_args(argv)
     reps = args.reps or (1 if args.quick else 10)
 
@@ -185,14 +188,15 @@ def main(argv=None):
           f"delta={DELTA} in Theorem 9 ({elapsed:.0f} s)")
     print(table)
 
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    csv_path = args.out_dir / "grid_search.csv"
+    out_dir = args.out_dir or (QUICK_RESULTS_DIR if args.quick else RESULTS_DIR)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = out_dir / "grid_search.csv"
     with open(csv_path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
     print(f"wrote {csv_path}")
-    png = _plot(summary, args.out_dir / "grid_search.png")
+    png = _plot(summary, out_dir / "grid_search.png")
     if png:
         print(f"wrote {png}")
     return 0  # an exit status, as the other sub-commands of python -m benchmarks

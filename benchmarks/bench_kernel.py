@@ -20,7 +20,8 @@ Usage::
     python -m benchmarks.bench_kernel --tune
 
 Writes ``kernel_circles.csv`` (one row per fit) and ``kernel_circles.png``
-(when matplotlib is importable) to ``benchmarks/results/``.
+(when matplotlib is importable) to ``benchmarks/results/`` (``benchmarks/results/quick/``,
+not committed, with ``--quick``).
 """
 
 import argparse
@@ -52,6 +53,7 @@ QUICK_EPSILONS = (0.1, 1.0, 5.0)
 QUICK_N_COMPONENTS = (100, 300)
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+QUICK_RESULTS_DIR = os.path.join(RESULTS_DIR, "quick")  # git-ignored
 FIELDS = ["model", "kernel", "n_components", "epsilon", "gamma", "alpha", "repeat",
           "accuracy", "fit_seconds"]
 
@@ -224,7 +226,9 @@ def main(argv=None):
                         help="1 repeat, epsilon in (0.1, 1, 5), D in (100, 300): < 2 minutes")
     parser.add_argument("--repeats", type=int, default=None,
                         help="fits per setting (default 5, or 1 with --quick)")
-    parser.add_argument("--out-dir", default=RESULTS_DIR, help="where to write CSV and PNG")
+    parser.add_argument("--out-dir", default=None,
+                        help="where to write CSV and PNG (default benchmarks/results/, or "
+                             "benchmarks/results/quick/, not committed, with --quick)")
     parser.add_argument("--tune", action="store_true",
                         help="rerun the gamma/alpha grid on the separate draw and exit")
     args = parser.parse_args(argv)
@@ -238,10 +242,12 @@ def main(argv=None):
     start = time.perf_counter()
     rows = run(epsilons, n_components_list, repeats)
     summarize(rows, epsilons, n_components_list)
-    csv_path = os.path.join(args.out_dir, "kernel_circles.csv")
+    out_dir = args.out_dir or (QUICK_RESULTS_DIR if args.quick else RESULTS_DIR)
+    os.makedirs(out_dir, exist_ok=True)
+    csv_path = os.path.join(out_dir, "kernel_circles.csv")
     write_csv(rows, csv_path)
     print(f"\nwrote {csv_path}")
-    png = plot(rows, epsilons, n_components_list, os.path.join(args.out_dir, "kernel_circles.png"))
+    png = plot(rows, epsilons, n_components_list, os.path.join(out_dir, "kernel_circles.png"))
     if png:
         print(f"wrote {png}")
     print(f"total time {time.perf_counter() - start:.0f} s")

@@ -120,6 +120,7 @@ def main(argv=None):
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    C.set_quick(args.quick)  # --quick writes to results/quick/, never over committed results
     repeats = args.repeats or (1 if args.quick else 3)
     if args.worker:
         worker(args.sizes[0], args.d, args.seed, repeats, args.perturbation,

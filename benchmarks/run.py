@@ -19,7 +19,9 @@ gaussian     Adult, pure epsilon vs (epsilon, 1e-6) Gaussian output/objective (+
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
-matplotlib is importable) and prints a results table.
+matplotlib is importable) and prints a results table. With ``--quick`` the files
+go to ``benchmarks/results/quick/`` instead, which git ignores: a smoke run never
+replaces the committed results that the README tables quote.
 """
 
 import importlib
@@ -64,6 +66,11 @@ def _resolve(command):
 
 
 def run_command(command, argv):
+    from . import _common
+
+    # Before the sub-command runs, so that one that writes through _common lands
+    # in results/quick/ with --quick even if it does not call set_quick itself.
+    _common.set_quick("--quick" in argv)
     func = _resolve(command)
     rc = func(list(argv))
     return 0 if rc is None else int(rc)

@@ -26,7 +26,7 @@ from sklearn.utils.multiclass import check_classification_targets
 __all__ = ["row_norms", "clip_rows", "design_matrix", "unscale_coef", "check_classes",
            "resolve_classes", "check_not_datetime", "binary_targets",
            "ClassesFromDataWarning", "values_withheld", "warn_if_classes_undeclared",
-           "warn_if_column_vector"]
+           "warn_if_column_vector", "refuse_fit_params"]
 
 
 class ClassesFromDataWarning(UserWarning):
@@ -189,6 +189,40 @@ def values_withheld(check, *args, **kwargs):
             raise
     # TypeError stays TypeError (scikit-learn's checks expect it for object cells).
     raise (TypeError if issubclass(kind, TypeError) else ValueError)(message)
+
+
+_SAMPLE_WEIGHT_REFUSED = (
+    "{name}.fit does not support sample_weight: weights change how much one row can "
+    "move the model, so the noise calibrated for unweighted rows would no longer "
+    "give the promised privacy. Resample the rows, or balance the classes, with a "
+    "data-independent rule before the private fit instead. Nothing was spent."
+)
+
+
+def refuse_fit_params(estimator, fit_params):
+    """Refuse ``sample_weight`` (unless None) and unknown keywords of ``fit``, for free.
+
+    The privacy proofs bound what one unweighted row can change; a weight
+    multiplies that, so a weighted fit would need its own sensitivity analysis.
+    ``fit`` takes ``**fit_params`` rather than a named ``sample_weight``, so that
+    scikit-learn (``has_fit_parameter``, metadata routing, ``BaggingClassifier``'s
+    row sampling, ``AdaBoostClassifier``) sees an estimator without sample-weight
+    support, and a weight passed anyway gets this explanation instead of a bare
+    ``TypeError``. The message is fixed: it says nothing about the weights.
+
+    Raises
+    ------
+    TypeError
+        For a ``sample_weight`` that is not None, and for any other keyword.
+    """
+    name = type(estimator).__name__
+    fit_params = dict(fit_params)
+    if fit_params.pop("sample_weight", None) is not None:
+        raise TypeError(_SAMPLE_WEIGHT_REFUSED.format(name=name))
+    if fit_params:
+        unknown = ", ".join(repr(key) for key in sorted(fit_params))
+        raise TypeError(f"{name}.fit() got unexpected keyword argument(s) {unknown}; it "
+                        "takes X, y (and sample_weight=None only).")
 
 
 def check_not_datetime(X):

@@ -277,7 +277,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
     ----------
     classes_ : ndarray of shape (n_classes,)
         Class labels.
-    random_weights_ : ndarray of shape ((n_components + 1) // 2, n_features_in_)
+    random_weights_ : ndarray of shape ((n_components + 1) // 2, `n_features_in_`)
         The random frequencies ``W``, drawn independently of the data. Public:
         they are part of the released model, and predictions need them.
     coef_ : ndarray of shape (1, n_components) or (n_classes, n_components)
@@ -286,7 +286,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         Intercepts (zeros when ``fit_intercept=False``).
     n_features_in_ : int
         Number of input features seen in fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when X has string column names.
     privacy_spent_ : tuple of (float, float)
         The (epsilon, delta) this fit spent: ``(epsilon, delta)``.

@@ -20,6 +20,7 @@ from .._validation import (
     check_not_datetime,
     clip_rows,
     design_matrix,
+    refuse_fit_params,
     resolve_classes,
     unscale_coef,
     values_withheld,
@@ -128,7 +129,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
                                  delta=delta, claimed_epsilon=epsilon)
         return ApproxDPEvent(epsilon, delta)
 
-    def fit(self, X, y):
+    def fit(self, X, y, **fit_params):
         """Fit the private model and charge ``epsilon`` to the accountant.
 
         The budget is checked before the data is read and spent only if the fit
@@ -141,6 +142,10 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
             with L2 norm above ``data_norm`` are scaled down.
         y : array-like of shape (n_samples,)
             Class labels (any two or more values).
+        **fit_params : dict
+            Only ``sample_weight=None``. Weights are refused (``TypeError``,
+            nothing spent): they would change the sensitivity the noise is
+            calibrated to.
 
         Returns
         -------
@@ -159,6 +164,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
             If the release fails after the data was read; the budget is then
             charged. The mechanisms are built not to fail on valid input.
         """
+        refuse_fit_params(self, fit_params)
         validate_random_state(self.random_state)
         self._validate_params()
         self._check_params_before_fit()

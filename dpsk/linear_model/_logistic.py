@@ -82,7 +82,7 @@ _SHARED_ATTRS_DOC = """
         Intercepts (zeros when ``fit_intercept=False``).
     n_features_in_ : int
         Number of features seen in fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Feature names, when X has string column names.
     privacy_spent_ : tuple of (float, float)
         The (epsilon, delta) this fit spent: ``(epsilon, delta)``.
@@ -182,7 +182,7 @@ class DPLogisticRegression(BaseDPLinearClassifier):
 
         Parameters
         ----------
-        X : {{array-like, sparse matrix}} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------

@@ -22,6 +22,7 @@ from .._random import noise_source, public_rng, validate_random_state
 from .._silence import silenced
 from .._validation import (
     check_not_datetime,
+    refuse_fit_params,
     resolve_classes,
     values_withheld,
     warn_if_classes_undeclared,
@@ -397,7 +398,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         return epsilon, delta
 
     # -- fit ------------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X, y, **fit_params):
         """Run the private search and charge its cost to the accountant once.
 
         The budget is checked before any data is read, and spent once ``X`` and
@@ -407,6 +408,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        **fit_params : dict
+            Only ``sample_weight=None``: weights are refused (``TypeError``,
+            nothing spent), as by every dpsk estimator.
 
         Returns
         -------
@@ -422,6 +426,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         dpsk.PrivateFitError
             If the search fails after the data was read (charged).
         """
+        refuse_fit_params(self, fit_params)
         validate_random_state(self.random_state)
         self._validate_params()
         # The released model gets the inner estimator's own random_state back, so

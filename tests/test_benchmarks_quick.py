@@ -1,0 +1,60 @@
+"""``python -m benchmarks <name> --quick`` never writes over the committed results.
+
+The benchmark suite lives next to the package, not in it: these tests run from a
+source checkout (where ``benchmarks`` is importable) and are skipped elsewhere.
+"""
+
+import pytest
+
+run = pytest.importorskip("benchmarks.run")
+common = pytest.importorskip("benchmarks._common")
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(common, "QUICK_RESULTS_DIR", tmp_path / "quick")
+    yield tmp_path
+    common.set_quick(False)
+
+
+def _fake_benchmark(argv):
+    # What every sub-command does at the end: write its CSV through _common.
+    common.write_csv("fake", [{"a": 1.0}])
+    return 0
+
+
+@pytest.mark.parametrize("command", sorted(run.COMMANDS))
+def test_every_sub_command_writes_quick_runs_apart(command, results, monkeypatch):
+    monkeypatch.setattr(run, "_resolve", lambda name: _fake_benchmark)
+    assert run.run_command(command, ["--quick"]) == 0
+    assert (results / "quick" / "fake.csv").exists()
+    assert not (results / "fake.csv").exists()
+    # A full run afterwards, in the same process, writes to the committed place.
+    assert run.run_command(command, []) == 0
+    assert (results / "fake.csv").exists()
+
+
+@pytest.mark.parametrize("name, csv_name", [("bench_kernel", "kernel_circles.csv"),
+                                            ("bench_grid_search", "grid_search.csv")])
+def test_modules_with_their_own_writer_follow_quick(name, csv_name, tmp_path, monkeypatch):
+    # bench_kernel and bench_grid_search write with their own code; the
+    # experiment itself is replaced by one fake row.
+    module = pytest.importorskip(f"benchmarks.{name}")
+    monkeypatch.setattr(module, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(module, "QUICK_RESULTS_DIR", tmp_path / "quick")
+    monkeypatch.setattr(module, "run", lambda *args, **kwargs: [{"accuracy": 1.0}])
+    monkeypatch.setattr(module, "summarize", lambda *args, **kwargs: ("", {}))
+    for plot in ("plot", "_plot"):
+        if hasattr(module, plot):
+            monkeypatch.setattr(module, plot, lambda *args, **kwargs: None)
+    assert module.main(["--quick"]) == 0
+    assert (tmp_path / "quick" / csv_name).exists()
+    assert not (tmp_path / csv_name).exists()
+
+
+def test_quick_results_are_git_ignored():
+    from pathlib import Path
+
+    ignore = (Path(common.REPO_ROOT) / ".gitignore").read_text().split()
+    assert "benchmarks/results/quick/" in ignore
