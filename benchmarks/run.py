@@ -16,6 +16,8 @@ kernel       (benchmarks/bench_kernel.py, if present)
 grid-search  (benchmarks/bench_grid_search.py, if present)
 gaussian     Adult, pure epsilon vs (epsilon, 1e-6) Gaussian output/objective (+ gradient if
              available), diffprivlib and non-private, best alpha per epsilon (oracle)
+utility      Adult, recommended epsilon interval (public half) vs the truth (private half),
+             and the probe extrapolations (tangent vs inverse) against Monte Carlo truth
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -39,10 +41,11 @@ COMMANDS = {
     "kernel": ("bench_kernel", "main"),
     "grid-search": ("bench_grid_search", "main"),
     "gaussian": ("bench_gaussian", "main"),
+    "utility": ("bench_utility", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
-             "gaussian")
-OPTIONAL = {"kernel", "grid-search", "gaussian"}
+             "gaussian", "utility")
+OPTIONAL = {"kernel", "grid-search", "gaussian", "utility"}
 
 
 class MissingBenchmark(RuntimeError):

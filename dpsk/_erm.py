@@ -6,7 +6,13 @@ binary problem, or once for a whole multinomial (softmax) model. Reading it top
 to bottom shows where each part of epsilon goes.
 """
 
+import contextlib
+import contextvars
+import hashlib
 import math
+
+import numpy as np
+import scipy.sparse as sp
 
 from ._mechanisms import (
     add_on_grid,
@@ -151,7 +157,7 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
         grid = release_grid(2.0 * loss.lipschitz / (n * alpha), size)
         rounding = rounding_radius(grid, size)
         tol = max(tol, _tolerance_floor(loss, d, alpha))
-        w = _minimize(loss, Z, y, alpha, tol)
+        w = _output_minimizer(loss, Z, y, alpha, tol)
         if delta == 0:
             beta = output_perturbation_beta(epsilon / n_problems, n, alpha, loss.lipschitz,
                                             solver_tol=tol, rounding=rounding)
@@ -190,6 +196,94 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
                                          rounding=rounding_radius(grid, size))
     return add_on_grid(w.ravel(), gamma_norm_noise(size, beta_residual, rng),
                        grid).reshape(shape)
+
+
+#: Solutions the utility Monte Carlo shares between fits (``_reusing_solutions``).
+_REUSED_SOLUTIONS = contextvars.ContextVar("dpsk_reused_solutions", default=None)
+
+
+@contextlib.contextmanager
+def _reusing_solutions(store):
+    """Within the block, output perturbation looks its non-private solve up in ``store``.
+
+    A private hook for ``dpsk.utility``, whose Monte Carlo fits one model many
+    times on the same public data: output perturbation's minimiser does not
+    depend on epsilon or on the noise, so one solve serves every draw. The key
+    is the exact content of the problem (loss, ``Z``, ``y``, ``alpha``,
+    ``tol``), and the solver is deterministic, so a fit inside the block
+    releases bit for bit what it would release outside (tested). ``store`` is a
+    dict that may be filled in one process and passed to joblib workers.
+    Never used by an estimator's own fit.
+    """
+    token = _REUSED_SOLUTIONS.set(store)
+    try:
+        yield store
+    finally:
+        _REUSED_SOLUTIONS.reset(token)
+
+
+def _output_minimizer(loss, Z, y, alpha, tol):
+    """Output perturbation's solve, shared through ``_reusing_solutions`` when active."""
+    store = _REUSED_SOLUTIONS.get()
+    if store is None:
+        return _minimize(loss, Z, y, alpha, tol)
+    key = _problem_key(loss, Z, y, alpha, tol)
+    if key not in store:
+        store[key] = _minimize(loss, Z, y, alpha, tol)
+    return store[key].copy()
+
+
+def _problem_key(loss, Z, y, alpha, tol):
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(repr((repr(loss), float(alpha), float(tol), Z.shape)).encode())
+    parts = (Z.data, Z.indices, Z.indptr) if sp.issparse(Z) else (Z,)
+    for part in (*parts, y):
+        part = np.ascontiguousarray(part)
+        digest.update(str(part.dtype).encode())
+        digest.update(part.view(np.uint8).ravel())
+    return digest.hexdigest()
+
+
+def _noise_law(loss, n, d, epsilon, alpha, perturbation, tol=1e-10, delta=0.0):
+    """The public scale of the noise one binary ``private_erm`` release draws.
+
+    A private helper for ``dpsk.utility``'s probe mode, which differentiates
+    the perturbed optimum with respect to epsilon. It follows the branches of
+    :func:`_private_erm` for ``n_problems = 1`` (tested against the draws it
+    makes) and reads nothing but public parameters.
+
+    Returns
+    -------
+    scale : float
+        ``1 / beta`` of the Gamma-norm noise (``delta = 0``) or ``sigma`` of the
+        Gaussian noise: the noise is ``scale`` times a draw whose law does not
+        depend on epsilon.
+    strong_convexity : float
+        The L2 strength of the solved objective (``alpha`` plus objective
+        perturbation's extra regularisation).
+    """
+    if perturbation == "output":
+        grid = release_grid(2.0 * loss.lipschitz / (n * alpha), d)
+        rounding = rounding_radius(grid, d)
+        tol = max(tol, _tolerance_floor(loss, d, alpha))
+        if delta == 0:
+            return 1.0 / output_perturbation_beta(epsilon, n, alpha, loss.lipschitz,
+                                                  solver_tol=tol, rounding=rounding), alpha
+        sensitivity = output_perturbation_sensitivity(n, alpha, loss.lipschitz,
+                                                      solver_tol=tol, rounding=rounding)
+        return analytic_gaussian_sigma(epsilon, delta, sensitivity), alpha
+    if perturbation != "objective":
+        raise ValueError(f"No closed-form noise law for perturbation={perturbation!r}.")
+    epsilon_main = (1.0 - SOLVER_EPSILON_SHARE) * epsilon
+    if delta == 0:
+        calibration = objective_perturbation_calibration(
+            epsilon_main, n, alpha, loss.curvature, lipschitz=loss.lipschitz,
+            jacobian_exponent=_jacobian_exponent(loss))
+        return 1.0 / calibration.beta, alpha + calibration.extra_alpha
+    calibration = gaussian_objective_calibration(
+        epsilon_main, delta, n, alpha, loss.curvature, lipschitz=loss.lipschitz,
+        hessian_rank=loss.hessian_rank)
+    return calibration.sigma, alpha + calibration.extra_alpha
 
 
 def _jacobian_exponent(loss):
