@@ -10,6 +10,7 @@ import contextlib
 import contextvars
 import hashlib
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -135,6 +136,81 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
                             n_problems)
 
 
+@dataclass(frozen=True)
+class _NoisePlan:
+    """What one release draws, fixed from public quantities before the data is read.
+
+    ``beta`` (Gamma-norm rate, ``delta = 0``) or ``sigma`` (Gaussian scale) of the
+    main noise; the L2 strength and solver tolerance of the solved objective;
+    the release grid; and, for objective perturbation, the rate of the noise
+    that covers the solver's residual.
+    """
+
+    beta: float | None
+    sigma: float | None
+    strong_convexity: float
+    tol: float
+    grid: float
+    residual_beta: float | None = None
+
+
+def _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems=1):
+    """Calibrate one release of :func:`private_erm` (output or objective perturbation).
+
+    The only place where the budget becomes noise scales: ``_private_erm``
+    draws from it and ``dpsk.utility`` reads it (through :func:`_noise_law`).
+    """
+    n_outputs = loss.n_outputs
+    size = d * n_outputs
+    if perturbation == "output":
+        # The release lives on a grid fixed by public quantities, so that its
+        # floating-point bits say nothing about the minimiser (add_on_grid).
+        grid = release_grid(2.0 * loss.lipschitz / (n * alpha), size)
+        rounding = rounding_radius(grid, size)
+        tol = max(tol, _tolerance_floor(loss, d, alpha))
+        if delta == 0:
+            beta = output_perturbation_beta(epsilon / n_problems, n, alpha, loss.lipschitz,
+                                            solver_tol=tol, rounding=rounding)
+            return _NoisePlan(beta, None, alpha, tol, grid)
+        sensitivity = output_perturbation_sensitivity(n, alpha, loss.lipschitz,
+                                                      solver_tol=tol, rounding=rounding)
+        sigma = analytic_gaussian_sigma(epsilon, delta, math.sqrt(n_problems) * sensitivity)
+        return _NoisePlan(None, sigma, alpha, tol, grid)
+
+    epsilon_each, delta_each = epsilon / n_problems, delta / n_problems
+    epsilon_solver = SOLVER_EPSILON_SHARE * epsilon_each
+    beta = sigma = None
+    if delta == 0:
+        calibration = objective_perturbation_calibration(
+            epsilon_each - epsilon_solver, n, alpha, loss.curvature,
+            lipschitz=loss.lipschitz, jacobian_exponent=_jacobian_exponent(loss),
+        )
+        beta = calibration.beta
+        b_bound = noise_norm_bound(size, beta=beta)
+    else:
+        calibration = gaussian_objective_calibration(
+            epsilon_each - epsilon_solver, delta_each, n, alpha, loss.curvature,
+            lipschitz=loss.lipschitz, hessian_rank=loss.hessian_rank,
+        )
+        sigma = calibration.sigma
+        b_bound = noise_norm_bound(size, sigma=sigma)
+    strong_convexity = alpha + calibration.extra_alpha
+    # A data-independent floor: below it float64 cannot deliver tol (the bound on
+    # ||b|| is the sampler's, not this draw's, so tol does not depend on b).
+    tol = max(tol, _tolerance_floor(loss, d, strong_convexity, b_bound / n))
+    grid = release_grid(2.0 * loss.lipschitz / (n * strong_convexity), size)
+    residual_beta = solver_residual_beta(epsilon_solver, strong_convexity, tol,
+                                         rounding=rounding_radius(grid, size))
+    return _NoisePlan(beta, sigma, strong_convexity, tol, grid, residual_beta)
+
+
+def _draw(plan, size, rng):
+    """The main noise of ``plan``: Gamma-norm at rate ``beta`` or Gaussian at ``sigma``."""
+    if plan.beta is not None:
+        return gamma_norm_noise(size, plan.beta, rng)
+    return gaussian_noise(size, plan.sigma, rng)
+
+
 def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_problems):
     n, d = Z.shape
     if loss.n_outputs == 1 and loss.lipschitz > 1:
@@ -151,51 +227,15 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
     # The noise lives in the space of all released weights: K x d for the softmax.
     shape = (d,) if loss.n_outputs == 1 else (loss.n_outputs, d)
     size = math.prod(shape)
+    plan = _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems)
     if perturbation == "output":
-        # The release lives on a grid fixed by public quantities, so that its
-        # floating-point bits say nothing about the minimiser (add_on_grid).
-        grid = release_grid(2.0 * loss.lipschitz / (n * alpha), size)
-        rounding = rounding_radius(grid, size)
-        tol = max(tol, _tolerance_floor(loss, d, alpha))
-        w = _output_minimizer(loss, Z, y, alpha, tol)
-        if delta == 0:
-            beta = output_perturbation_beta(epsilon / n_problems, n, alpha, loss.lipschitz,
-                                            solver_tol=tol, rounding=rounding)
-            noise = gamma_norm_noise(size, beta, rng)
-        else:
-            sensitivity = output_perturbation_sensitivity(n, alpha, loss.lipschitz,
-                                                          solver_tol=tol, rounding=rounding)
-            sigma = analytic_gaussian_sigma(epsilon, delta,
-                                            math.sqrt(n_problems) * sensitivity)
-            noise = gaussian_noise(size, sigma, rng)
-        return add_on_grid(w.ravel(), noise, grid).reshape(shape)
+        w = _output_minimizer(loss, Z, y, alpha, plan.tol)
+        return add_on_grid(w.ravel(), _draw(plan, size, rng), plan.grid).reshape(shape)
 
-    epsilon_each, delta_each = epsilon / n_problems, delta / n_problems
-    epsilon_solver = SOLVER_EPSILON_SHARE * epsilon_each
-    if delta == 0:
-        calibration = objective_perturbation_calibration(
-            epsilon_each - epsilon_solver, n, alpha, loss.curvature,
-            lipschitz=loss.lipschitz, jacobian_exponent=_jacobian_exponent(loss),
-        )
-        b = gamma_norm_noise(size, calibration.beta, rng)
-        b_bound = noise_norm_bound(size, beta=calibration.beta)
-    else:
-        calibration = gaussian_objective_calibration(
-            epsilon_each - epsilon_solver, delta_each, n, alpha, loss.curvature,
-            lipschitz=loss.lipschitz, hessian_rank=loss.hessian_rank,
-        )
-        b = gaussian_noise(size, calibration.sigma, rng)
-        b_bound = noise_norm_bound(size, sigma=calibration.sigma)
-    strong_convexity = alpha + calibration.extra_alpha
-    # A data-independent floor: below it float64 cannot deliver tol (the bound on
-    # ||b|| is the sampler's, not this draw's, so tol does not depend on b).
-    tol = max(tol, _tolerance_floor(loss, d, strong_convexity, b_bound / n))
-    w = _minimize(loss, Z, y, strong_convexity, tol, linear=b.reshape(shape) / n)
-    grid = release_grid(2.0 * loss.lipschitz / (n * strong_convexity), size)
-    beta_residual = solver_residual_beta(epsilon_solver, strong_convexity, tol,
-                                         rounding=rounding_radius(grid, size))
-    return add_on_grid(w.ravel(), gamma_norm_noise(size, beta_residual, rng),
-                       grid).reshape(shape)
+    b = _draw(plan, size, rng)
+    w = _minimize(loss, Z, y, plan.strong_convexity, plan.tol, linear=b.reshape(shape) / n)
+    return add_on_grid(w.ravel(), gamma_norm_noise(size, plan.residual_beta, rng),
+                       plan.grid).reshape(shape)
 
 
 #: Solutions the utility Monte Carlo shares between fits (``_reusing_solutions``).
@@ -262,28 +302,11 @@ def _noise_law(loss, n, d, epsilon, alpha, perturbation, tol=1e-10, delta=0.0):
         The L2 strength of the solved objective (``alpha`` plus objective
         perturbation's extra regularisation).
     """
-    if perturbation == "output":
-        grid = release_grid(2.0 * loss.lipschitz / (n * alpha), d)
-        rounding = rounding_radius(grid, d)
-        tol = max(tol, _tolerance_floor(loss, d, alpha))
-        if delta == 0:
-            return 1.0 / output_perturbation_beta(epsilon, n, alpha, loss.lipschitz,
-                                                  solver_tol=tol, rounding=rounding), alpha
-        sensitivity = output_perturbation_sensitivity(n, alpha, loss.lipschitz,
-                                                      solver_tol=tol, rounding=rounding)
-        return analytic_gaussian_sigma(epsilon, delta, sensitivity), alpha
-    if perturbation != "objective":
+    if perturbation not in ("output", "objective"):
         raise ValueError(f"No closed-form noise law for perturbation={perturbation!r}.")
-    epsilon_main = (1.0 - SOLVER_EPSILON_SHARE) * epsilon
-    if delta == 0:
-        calibration = objective_perturbation_calibration(
-            epsilon_main, n, alpha, loss.curvature, lipschitz=loss.lipschitz,
-            jacobian_exponent=_jacobian_exponent(loss))
-        return 1.0 / calibration.beta, alpha + calibration.extra_alpha
-    calibration = gaussian_objective_calibration(
-        epsilon_main, delta, n, alpha, loss.curvature, lipschitz=loss.lipschitz,
-        hessian_rank=loss.hessian_rank)
-    return calibration.sigma, alpha + calibration.extra_alpha
+    plan = _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol)
+    scale = 1.0 / plan.beta if plan.beta is not None else plan.sigma
+    return scale, plan.strong_convexity
 
 
 def _jacobian_exponent(loss):
