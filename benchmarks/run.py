@@ -16,6 +16,8 @@ kernel       (benchmarks/bench_kernel.py, if present)
 grid-search  (benchmarks/bench_grid_search.py, if present)
 gaussian     Adult, pure epsilon vs (epsilon, 1e-6) Gaussian output/objective (+ gradient if
              available), diffprivlib and non-private, best alpha per epsilon (oracle)
+prediction   Adult, DPPredictionEnsemble per-query accuracy vs DPLogisticRegression at the
+             total epsilon of the same number of queries; the crossover
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -37,10 +39,11 @@ COMMANDS = {
     "kernel": ("bench_kernel", "main"),
     "grid-search": ("bench_grid_search", "main"),
     "gaussian": ("bench_gaussian", "main"),
+    "prediction": ("bench_prediction", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
-             "gaussian")
-OPTIONAL = {"kernel", "grid-search", "gaussian"}
+             "gaussian", "prediction")
+OPTIONAL = {"kernel", "grid-search", "gaussian", "prediction"}
 
 
 class MissingBenchmark(RuntimeError):
