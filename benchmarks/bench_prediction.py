@@ -38,6 +38,7 @@ import warnings
 import numpy as np
 
 from . import _common as C
+from .bench_gaussian import _data  # Adult and its folds, loaded once per process
 
 NAME = "prediction"
 EPSILONS = (0.05, 0.1, 0.5, 1.0, 2.0)
@@ -46,17 +47,6 @@ TOTAL_EPSILONS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 LOG10_ALPHAS = (-2.0, -2.5, -3.0, -3.5, -4.0)
 QUERIES = (1, 10, 100, 1000, 10000)
 TARGET_ERROR = 0.05
-
-_DATA = {}
-
-
-def _data(seed):
-    if "X" not in _DATA:
-        _DATA["X"], _DATA["y"] = C.load_adult_data()
-    if ("folds", seed) not in _DATA:
-        _DATA[("folds", seed)] = C.cv_folds(_DATA["y"], 10, seed)
-    return _DATA["X"], _DATA["y"], _DATA[("folds", seed)]
-
 
 def _ensemble_records(k, seed, Xtr, ytr, Xte, yte):
     """Every (r, epsilon) cell of fold ``k``."""

@@ -252,11 +252,14 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training rows; each teacher sees only its own part.
         y : array-like of shape (n_samples,)
+            Labels, among the declared ``classes``.
 
         Returns
         -------
         self : object
+            The fitted ensemble (nothing charged).
 
         Raises
         ------
@@ -293,10 +296,12 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         Parameters
         ----------
         X : array-like of shape (n_queries, n_features)
+            The query rows (the querier's own; not training data).
 
         Returns
         -------
         y_pred : ndarray of shape (n_queries,)
+            One private answer per row, among ``classes_``.
 
         Raises
         ------
