@@ -18,6 +18,8 @@ gaussian     Adult, pure epsilon vs (epsilon, 1e-6) Gaussian output/objective (+
              available), diffprivlib and non-private, best alpha per epsilon (oracle)
 utility      Adult, recommended epsilon interval (public half) vs the truth (private half),
              and the probe extrapolations (tangent vs inverse) against Monte Carlo truth
+prediction   Adult, DPPredictionEnsemble per-query accuracy vs DPLogisticRegression at the
+             total epsilon of the same number of queries; the crossover
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -42,10 +44,11 @@ COMMANDS = {
     "grid-search": ("bench_grid_search", "main"),
     "gaussian": ("bench_gaussian", "main"),
     "utility": ("bench_utility", "main"),
+    "prediction": ("bench_prediction", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
-             "gaussian", "utility")
-OPTIONAL = {"kernel", "grid-search", "gaussian", "utility"}
+             "gaussian", "utility", "prediction")
+OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction"}
 
 
 class MissingBenchmark(RuntimeError):

@@ -26,6 +26,7 @@ from ._validation import ClassesFromDataWarning
 from .kernel import DPKernelClassifier
 from .linear_model import DPHuberSVM, DPLogisticRegression
 from .model_selection import DPGridSearch
+from .prediction import DPPredictionEnsemble
 
 __version__ = "0.1.0.dev0"
 
@@ -50,4 +51,5 @@ __all__ = [
     "DPHuberSVM",
     "DPKernelClassifier",
     "DPGridSearch",
+    "DPPredictionEnsemble",
 ]

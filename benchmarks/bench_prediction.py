@@ -1,0 +1,264 @@
+"""Private prediction (DPPredictionEnsemble) against a published private model, on Adult.
+
+Sub-command ``python -m benchmarks prediction``. In one run, on the same
+stratified shuffled folds (``_common.cv_folds``, Adult with the paper's
+preprocessing, rows of norm <= 1):
+
+* ``ensemble``: ``DPPredictionEnsemble(LogisticRegression(), n_teachers=r)`` for
+  r in {10, 30, 100, 300}, and with the default rule for r (``r="rule"``:
+  ``ceil(6 ln(4 / 0.05) / eps)`` capped at ``n // 100``). Each test row is one
+  query answered at per-query epsilon in {0.05, 0.1, 0.5, 1, 2}. The teachers do
+  not depend on epsilon, so one ensemble per (fold, r) serves every epsilon.
+  ``accuracy`` is the exact expected accuracy over the vote's noise (the mean over
+  test rows of the probability that the answer is the true label, from the
+  vote's law); ``accuracy_drawn`` is one draw of the answers through the same
+  function ``predict`` uses (a check of the first). ``majority`` is the
+  noise-free majority vote (not private; a ceiling).
+* ``dplr``: ``DPLogisticRegression(perturbation="objective", fit_intercept=False)``
+  at total epsilon E in {0.05, ..., 100}, best alpha of 10^{-2, ..., -4} per E
+  chosen on the test folds (the oracle of the paper's tables: optimistic for the
+  published model, so conservative for the ensemble).
+* ``nonprivate``: scikit-learn's ``LogisticRegression()`` on the whole training fold.
+
+The comparison: Q queries at per-query epsilon eps0 cost E = Q eps0 by basic
+composition. A published private model trained at E answers any number of
+queries. The crossover Q* for (eps0, r) is the smallest Q at which
+``DPLogisticRegression`` at ``Q eps0`` is at least as accurate as the ensemble at
+eps0 (DPLR's accuracy interpolated linearly in log E between grid points).
+Beyond Q*, publishing the private model is the better deal.
+
+``--quick``: 2 folds, written under ``benchmarks/results/quick/`` (not committed).
+"""
+
+import argparse
+import math
+import time
+import warnings
+
+import numpy as np
+
+from . import _common as C
+from .bench_gaussian import _data  # Adult and its folds, loaded once per process
+
+NAME = "prediction"
+EPSILONS = (0.05, 0.1, 0.5, 1.0, 2.0)
+TEACHERS = (10, 30, 100, 300)
+TOTAL_EPSILONS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+LOG10_ALPHAS = (-2.0, -2.5, -3.0, -3.5, -4.0)
+QUERIES = (1, 10, 100, 1000, 10000)
+TARGET_ERROR = 0.05
+
+def _ensemble_records(k, seed, Xtr, ytr, Xte, yte):
+    """Every (r, epsilon) cell of fold ``k``."""
+    from sklearn.linear_model import LogisticRegression
+
+    from dpsk import BudgetAccountant, DPPredictionEnsemble
+    from dpsk.prediction._vote import private_vote, vote_counts, vote_probabilities
+
+    settings = [(r, r, None) for r in TEACHERS]  # (label, n_teachers, only this epsilon)
+    settings += [("rule", None, eps) for eps in EPSILONS]
+    out = []
+    for label, n_teachers, only_eps in settings:
+        ens = DPPredictionEnsemble(
+            LogisticRegression(), epsilon=only_eps or 1.0, n_teachers=n_teachers,
+            target_error=TARGET_ERROR, classes=[0, 1], accountant=BudgetAccountant(),
+            random_state=C.seed_for(seed, 15, k, 0 if label == "rule" else label,
+                                    int(round((only_eps or 0) * 1e4))))
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the cap warning of the rule at small epsilon
+            ens.fit(Xtr, ytr)
+        fit_time = time.perf_counter() - t0
+        counts = vote_counts(ens._teachers, Xte, ens.classes_)
+        majority = float(np.mean(ens.classes_[np.argmax(counts, axis=1)] == yte))
+        truth = np.searchsorted(ens.classes_, yte)
+        for eps in (EPSILONS if only_eps is None else (only_eps,)):
+            expected = float(np.mean(vote_probabilities(counts, eps)[np.arange(yte.size),
+                                                                     truth]))
+            drawn = private_vote(counts, eps, Xte, C.seed_for(seed, 16, k, int(eps * 1e4)))
+            out.append(dict(kind="ensemble", r=label, n_teachers=ens.n_teachers_,
+                            epsilon=eps, fold=k, accuracy=expected,
+                            accuracy_drawn=float(np.mean(drawn == truth)), majority=majority,
+                            fit_time=fit_time))
+    return out
+
+
+def _dplr_records(k, seed, Xtr, ytr, Xte, yte):
+    from sklearn.linear_model import LogisticRegression
+
+    from dpsk import BudgetAccountant, DPLogisticRegression
+
+    out = []
+    for E in TOTAL_EPSILONS:
+        for la in LOG10_ALPHAS:
+            est = DPLogisticRegression(
+                epsilon=E, alpha=10.0 ** la, perturbation="objective", fit_intercept=False,
+                classes=[0, 1], accountant=BudgetAccountant(),
+                random_state=C.seed_for(seed, 17, k, int(E * 1e4), int(-la * 10)))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # weak-budget warnings at large E
+                est.fit(Xtr, ytr)
+            out.append(dict(kind="dplr", epsilon=E, log10_alpha=la, fold=k,
+                            accuracy=float(np.mean(est.predict(Xte) == yte))))
+    lr = LogisticRegression(max_iter=1000).fit(Xtr, ytr)
+    out.append(dict(kind="nonprivate", fold=k, accuracy=float(np.mean(lr.predict(Xte) == yte))))
+    return out
+
+
+def _run_fold(part, k, seed):
+    X, y, folds = _data(seed)
+    train, test = folds[k]
+    args = (k, seed, X[train], y[train], X[test], y[test])
+    return _ensemble_records(*args) if part == "ensemble" else _dplr_records(*args)
+
+
+# ------------------------------------------------------------------- summaries
+def _mean_se(values):
+    values = np.asarray(values, dtype=float)
+    se = values.std(ddof=1) / math.sqrt(values.size) if values.size > 1 else float("nan")
+    return float(values.mean()), float(se)
+
+
+def summarise(records):
+    """Mean accuracy per ensemble (r, eps), per DPLR E (best alpha), non-private."""
+    ens = {}
+    for rec in (r for r in records if r["kind"] == "ensemble"):
+        ens.setdefault((rec["r"], rec["epsilon"]), []).append(rec)
+    ensemble = {key: dict(zip(("accuracy", "se"), _mean_se([r["accuracy"] for r in recs])),
+                          drawn=_mean_se([r["accuracy_drawn"] for r in recs])[0],
+                          majority=_mean_se([r["majority"] for r in recs])[0],
+                          n_teachers=recs[0]["n_teachers"],
+                          fit_time=_mean_se([r["fit_time"] for r in recs])[0])
+                for key, recs in ens.items()}
+    cells = {}
+    for rec in (r for r in records if r["kind"] == "dplr"):
+        cells.setdefault((rec["epsilon"], rec["log10_alpha"]), []).append(rec["accuracy"])
+    dplr = {}
+    for (E, la), accs in cells.items():
+        m, se = _mean_se(accs)
+        if E not in dplr or m > dplr[E]["accuracy"]:
+            dplr[E] = dict(accuracy=m, se=se, log10_alpha=la)
+    nonprivate = _mean_se([r["accuracy"] for r in records if r["kind"] == "nonprivate"])
+    return ensemble, dplr, nonprivate
+
+
+def dplr_at(dplr, E):
+    """DPLR's best-alpha accuracy at total epsilon E, linear in log E (clamped at the grid)."""
+    grid = np.array(sorted(dplr))
+    accs = np.array([dplr[e]["accuracy"] for e in grid])
+    return float(np.interp(math.log(E), np.log(grid), accs))
+
+
+def crossover(dplr, eps0, accuracy):
+    """Smallest Q >= 1 with DPLR(Q eps0) >= accuracy; inf if not within the grid."""
+    grid = sorted(dplr)
+    if dplr_at(dplr, eps0) >= accuracy:
+        return 1
+    # Search Q on a fine geometric grid up to the largest E of the grid.
+    q_max = grid[-1] / eps0
+    for q in np.unique(np.round(np.geomspace(1, max(q_max, 1), 2000))):
+        if dplr_at(dplr, q * eps0) >= accuracy:
+            return int(q)
+    return math.inf
+
+
+def best_r(ensemble, eps):
+    keys = [key for key in ensemble if key[1] == eps]
+    return max(keys, key=lambda key: ensemble[key]["accuracy"])[0]
+
+
+def tables(ensemble, dplr, nonprivate):
+    rs = [*TEACHERS, "rule"]
+    lines = ["Ensemble accuracy (expected over the vote noise, mean ± s.e. over folds):",
+             "r \\ eps  " + "".join(f"{e:>16g}" for e in EPSILONS)]
+    for r in rs:
+        cells = []
+        for e in EPSILONS:
+            c = ensemble.get((r, e))
+            cells.append(f"{c['accuracy']:.4f}±{c['se']:.4f}".rjust(16) if c else "-".rjust(16))
+        lines.append(f"{str(r):8s} " + "".join(cells))
+    lines.append("rule r   " + "".join(f"{ensemble[('rule', e)]['n_teachers']:>16d}"
+                                       for e in EPSILONS))
+    lines.append("majority " + "".join(f"{ensemble[(best_r(ensemble, e), e)]['majority']:>16.4f}"
+                                       for e in EPSILONS) + "   (noise-free vote of best r)")
+    lines += ["", "DPLogisticRegression (objective, best alpha), accuracy at total epsilon E:"]
+    lines.append("  ".join(f"E={E:g}: {dplr[E]['accuracy']:.4f}" for E in sorted(dplr)))
+    lines.append(f"non-private LogisticRegression: {nonprivate[0]:.4f} ± {nonprivate[1]:.4f}")
+    lines += ["", "Q queries at eps0 each vs DPLR at E = Q eps0 (basic composition); best r:",
+              "eps0   best r   ensemble  " + "".join(f"{'Q=' + str(q):>10s}" for q in QUERIES)
+              + "   crossover Q*   Q* (rule r)"]
+    rows = []
+    for e in EPSILONS:
+        r = best_r(ensemble, e)
+        acc = ensemble[(r, e)]["accuracy"]
+        q_star = crossover(dplr, e, acc)
+        q_rule = crossover(dplr, e, ensemble[("rule", e)]["accuracy"])
+        lines.append(f"{e:<6g} {str(r):>6s}   {acc:.4f}    "
+                     + "".join(f"{dplr_at(dplr, q * e):>10.4f}" for q in QUERIES)
+                     + f"   {q_star:>12}   {q_rule:>11}")
+        rows.append(dict(eps0=e, best_r=r, ensemble=acc, q_star=q_star, q_star_rule=q_rule))
+    return "\n".join(lines), rows
+
+
+def plot(ensemble, dplr, nonprivate, name):
+    plt = C.get_pyplot()
+    if plt is None:
+        return None
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for r in [*TEACHERS, "rule"]:
+        left.plot(EPSILONS, [ensemble[(r, e)]["accuracy"] for e in EPSILONS], marker="o",
+                  label=f"ensemble r={r}" if r != "rule" else "ensemble, rule for r",
+                  linestyle="--" if r == "rule" else "-")
+    left.plot(EPSILONS, [dplr_at(dplr, e) for e in EPSILONS], color="k", marker="s",
+              label="DPLogisticRegression at the same eps (1 query)")
+    left.axhline(nonprivate[0], color="grey", linestyle=":", label="non-private LR")
+    left.set_xscale("log")
+    left.set_xlabel("per-query epsilon")
+    left.set_ylabel("accuracy of answered queries (Adult)")
+    left.legend(fontsize=8)
+    qs = np.geomspace(1, 1e5, 200)
+    for e, color in zip((0.1, 0.5, 1.0), ("C0", "C1", "C2")):
+        acc = ensemble[(best_r(ensemble, e), e)]["accuracy"]
+        right.plot(qs, [dplr_at(dplr, q * e) for q in qs], color=color,
+                   label=f"DPLR at Q x {e:g}")
+        right.axhline(acc, color=color, linestyle="--", label=f"ensemble at {e:g}/query")
+        q_star = crossover(dplr, e, acc)
+        if math.isfinite(q_star):
+            right.axvline(q_star, color=color, linestyle=":", alpha=0.6)
+    right.set_xscale("log")
+    right.set_xlabel("number of answered queries Q (total epsilon = Q x eps0)")
+    right.set_ylabel("accuracy")
+    right.legend(fontsize=8)
+    fig.suptitle("Private prediction vs a published private model (Adult, 10-fold)")
+    return C.save_figure(fig, name)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks prediction", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="2 folds; writes to benchmarks/results/quick/ (not committed)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--folds", type=int, default=None, help="folds of 10 (default 10)")
+    parser.add_argument("--n-jobs", type=int, default=None, help="workers (default 2)")
+    args = parser.parse_args(argv)
+    C.limit_blas_threads()
+    n_folds = args.folds or (2 if args.quick else 10)
+    out_name = f"quick/{NAME}" if args.quick else NAME
+    (C.RESULTS_DIR / "quick").mkdir(parents=True, exist_ok=True)
+    info = C.machine_info()
+    C.header(f"dpsk benchmark: {NAME} ({n_folds} folds)", info)
+    t0 = time.time()
+    tasks = [(part, k, args.seed) for k in range(n_folds) for part in ("ensemble", "dplr")]
+    results = C.run_tasks(_run_fold, tasks, n_jobs=args.n_jobs or 2, desc=NAME)
+    records = [rec for batch in results for rec in batch]
+    ensemble, dplr, nonprivate = summarise(records)
+    text, rows = tables(ensemble, dplr, nonprivate)
+    print(text)
+    print(f"\n({time.time() - t0:.0f} s; {C.command_line()})")
+    C.write_csv(out_name, records, comment_lines=[C.machine_line(info), C.command_line()])
+    C.write_csv(out_name + "_crossover", rows, comment_lines=[C.machine_line(info)])
+    path = plot(ensemble, dplr, nonprivate, out_name)
+    if path:
+        print(f"plot: {path}")
+    return 0
