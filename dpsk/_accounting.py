@@ -342,6 +342,51 @@ class BudgetAccountant:
         _warn_if_weak(event.epsilon, event.delta, "A release")
         return self
 
+    def spend_all(self, events):
+        """Record several releases at once, or none of them.
+
+        The whole batch is checked against the budget and recorded under one
+        hold of the ledger's lock (a file lock for a shared ledger), so a
+        concurrent spender cannot take part of the budget between two of its
+        events. Every composition method's total grows with every event, so the
+        batch fits exactly when its last event fits after the others.
+
+        Parameters
+        ----------
+        events : sequence of PrivacyEvent or (epsilon, delta) pairs
+            The releases, in order. An empty batch records nothing.
+
+        Returns
+        -------
+        self : BudgetAccountant
+
+        Raises
+        ------
+        BudgetExceededError
+            If the batch does not fit; nothing is recorded then.
+        """
+        batch = [self._event(*item) if isinstance(item, tuple) else self._event(item, 0.0)
+                 for item in events]
+        if not batch:
+            return self
+        with self._ledger() as (recorded, append):
+            if not self._fits(list(recorded) + batch[:-1], batch[-1]):
+                eps = math.fsum(e.epsilon for e in batch)
+                delta = math.fsum(e.delta for e in batch)
+                spent_eps, spent_delta = self._spent(recorded)
+                raise BudgetExceededError(
+                    f"Privacy budget exceeded: a batch of {len(batch)} releases costing "
+                    f"(epsilon={eps:g}, delta={delta:g}) by basic composition does not fit "
+                    f"the budget (epsilon={self._epsilon:g}, delta={self._delta:g}) after "
+                    f"{len(recorded)} earlier releases spent (epsilon={spent_eps:g}, "
+                    f"delta={spent_delta:g}). Nothing in the batch was recorded."
+                )
+            for event in batch:
+                append(event)
+        worst = max(batch, key=lambda e: (e.epsilon, e.delta))
+        _warn_if_weak(worst.epsilon, worst.delta, "A release")
+        return self
+
     @property
     def events(self):
         """The recorded :class:`~dpsk.PrivacyEvent` list, oldest first (a copy)."""

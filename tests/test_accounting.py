@@ -258,3 +258,14 @@ def test_pipeline_charges_once(data):
     pipe.fit(X, y)
     clone(pipe).fit(X, y)
     assert acc.total()[0] == pytest.approx(0.6)
+
+
+def test_spend_all_records_the_whole_batch_or_nothing():
+    acc = BudgetAccountant(epsilon=1.0)
+    acc.spend_all([(0.25, 0.0), (0.25, 0.0)])
+    assert acc.total() == (0.5, 0.0) and len(acc.events) == 2
+    with pytest.raises(BudgetExceededError, match="Nothing in the batch"):
+        acc.spend_all([(0.25, 0.0), (0.25, 0.0), (0.25, 0.0)])
+    assert acc.total() == (0.5, 0.0) and len(acc.events) == 2
+    acc.spend_all([])
+    assert len(acc.events) == 2

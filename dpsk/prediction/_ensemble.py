@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._accounting import BudgetAccountant, BudgetExceededError, _warn_if_weak
+from .._accounting import BudgetAccountant, BudgetExceededError
 from .._events import ExponentialEvent
 from .._mixin import PrivacyAccountingMixin
 from .._random import public_rng, validate_random_state
@@ -78,26 +78,16 @@ def _fit_teacher(estimator, X, y):
 def _spend_all_or_nothing(accountant, epsilon, n_answers):
     """Record ``n_answers`` exponential-mechanism events at ``epsilon``, or none.
 
-    The whole batch is tested and written under the ledger's lock (a file lock
-    for a shared ledger), so a concurrent spender cannot split it. Composed
-    epsilon grows with every event under each composition method, so the
-    batch fits if and only if its last event fits after the others.
+    :meth:`BudgetAccountant.spend_all` checks and writes the whole batch under
+    the ledger's lock, so a concurrent spender cannot split it.
     """
-    event = ExponentialEvent(epsilon)
-    batch = [event] * n_answers
-    with accountant._ledger() as (recorded, append):
-        if not accountant._fits(list(recorded) + batch[:-1], event):
-            spent_eps, _ = accountant._spent(recorded)
-            raise BudgetExceededError(
-                f"Privacy budget exceeded: answering {n_answers} distinct query rows at "
-                f"epsilon={epsilon:g} each does not fit the budget (epsilon="
-                f"{accountant.epsilon:g}, {len(recorded)} earlier releases spent epsilon="
-                f"{spent_eps:g} by basic composition). Nothing was answered or spent; "
-                "send fewer rows."
-            )
-        for item in batch:
-            append(item)
-    _warn_if_weak(epsilon, 0.0, "Each answer")
+    try:
+        accountant.spend_all([ExponentialEvent(epsilon)] * n_answers)
+    except BudgetExceededError as exc:
+        raise BudgetExceededError(
+            f"Answering {n_answers} distinct query rows at epsilon={epsilon:g} each does not "
+            f"fit: {exc} Nothing was answered; send fewer rows."
+        ) from None
 
 
 class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, ClassifierMixin,
