@@ -1,6 +1,5 @@
 """DPPredictionEnsemble: private answers from a model that stays secret."""
 
-import math
 import warnings
 from numbers import Integral, Real
 
