@@ -32,6 +32,7 @@ from ._mechanisms import (
 from ._gradient import noisy_gradient_descent
 from ._multinomial_solver import minimize_multinomial_loss, multinomial_tolerance_floor
 from ._silence import silenced
+from ._threads import single_threaded_blas
 from ._solver import minimize_regularized_loss, tolerance_floor
 
 __all__ = ["private_erm", "SOLVER_EPSILON_SHARE"]
@@ -131,7 +132,9 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
         data without noise. Warnings raised inside are dropped for that reason
         (this also covers one-vs-rest problems solved in joblib workers).
     """
-    with silenced():
+    # One BLAS thread: the solvers' many small BLAS calls oversubscribe a busy
+    # machine otherwise (dpsk._threads).
+    with silenced(), single_threaded_blas():
         return _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta,
                             n_problems)
 
