@@ -271,6 +271,13 @@ def noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng, *, n_problems
         return _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems)
 
 
+def _mean_gradient(loss, Z, y, w):
+    """The average loss gradient; chunked and Dask designs sum their own blocks."""
+    if hasattr(Z, "mean_gradient"):
+        return Z.mean_gradient(loss, y, w)
+    return loss.mean_gradient(Z, y, w)
+
+
 def _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems, record=None):
     """The loop; ``record``, a list in tests only, receives ``(w_t, g_t)`` pairs."""
     n, d = Z.shape
@@ -280,7 +287,7 @@ def _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems, record=None):
     y = np.asarray(y, dtype=float) if loss.n_outputs == 1 else np.asarray(y, dtype=np.intp)
     w = np.zeros(shape)
     for _ in range(schedule.n_steps):
-        released = add_on_grid(loss.mean_gradient(Z, y, w).ravel(),
+        released = add_on_grid(_mean_gradient(loss, Z, y, w).ravel(),
                                gaussian_noise(size, schedule.sigma, rng),
                                schedule.grid).reshape(shape)
         if record is not None:
