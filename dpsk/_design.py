@@ -40,9 +40,14 @@ __all__ = ["DesignRows", "design_block", "design_rows", "block_rows"]
 _BLOCK_BYTES = 8 * 2**20
 
 
+def _working_memory_bytes():
+    """``sklearn.get_config()["working_memory"]`` (MiB, may be a float) in bytes."""
+    return int(get_config()["working_memory"] * 2**20)
+
+
 def block_rows(n_columns, block_bytes=_BLOCK_BYTES):
     """Rows per block so that one float64 block of ``n_columns`` takes ``block_bytes``."""
-    return max(1, block_bytes // (8 * max(1, n_columns)))
+    return max(1, int(block_bytes // (8 * max(1, n_columns))))
 
 
 def clip_factors(X_block, data_norm):
@@ -117,7 +122,7 @@ class DesignRows:
         n, d = X.shape
         self.shape = (n, d + int(fit_intercept))
         # A block is at most a quarter of scikit-learn's working memory.
-        budget = min(_BLOCK_BYTES, get_config()["working_memory"] * 2**20 // 4)
+        budget = min(_BLOCK_BYTES, _working_memory_bytes() // 4)
         self.block = int(block) if block else block_rows(self.shape[1], budget)
         # The clipping factors need a pass over X; keep them (n floats) so later
         # passes do not recompute the norms.
@@ -179,6 +184,6 @@ def design_rows(X, data_norm, fit_intercept):
     if sp.issparse(X):
         return design_matrix(X, data_norm, fit_intercept)
     n, d = X.shape
-    if 8 * n * (d + int(fit_intercept)) > get_config()["working_memory"] * 2**20:
+    if 8 * n * (d + int(fit_intercept)) > _working_memory_bytes():
         return DesignRows(X, data_norm, fit_intercept)
     return design_matrix(X, data_norm, fit_intercept)

@@ -33,6 +33,7 @@ from ._mechanisms import (
     release_grid,
     rounding_radius,
 )
+from ._dask import is_dask_array
 from ._silence import silenced
 
 __all__ = ["NoisyGDSchedule", "noisy_gd_schedule", "noisy_gradient_descent", "MAX_STEPS"]
@@ -284,7 +285,8 @@ def _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems, record=None):
     shape = (d,) if loss.n_outputs == 1 else (loss.n_outputs, d)
     size = math.prod(shape)
     schedule = noisy_gd_schedule(n, size, alpha, loss, epsilon, delta, n_problems=n_problems)
-    y = np.asarray(y, dtype=float) if loss.n_outputs == 1 else np.asarray(y, dtype=np.intp)
+    if not is_dask_array(y):  # a Dask y stays on the cluster (dpsk._dask)
+        y = np.asarray(y, dtype=float) if loss.n_outputs == 1 else np.asarray(y, dtype=np.intp)
     w = np.zeros(shape)
     for _ in range(schedule.n_steps):
         released = add_on_grid(_mean_gradient(loss, Z, y, w).ravel(),

@@ -144,7 +144,7 @@ def test_float32_fit_memory(perturbation):
     z_bytes = X.shape[0] * (X.shape[1] + 1) * 8
 
     def fit():
-        DPLogisticRegression(epsilon=1.0, perturbation=perturbation, classes=[0, 1],
+        DPLogisticRegression(epsilon=1.0, alpha=0.1, perturbation=perturbation, classes=[0, 1],
                              delta=1e-6 if perturbation == "gradient" else 0.0,
                              random_state=0, accountant=BudgetAccountant()).fit(X, y)
 
