@@ -20,9 +20,9 @@ made); the rows of ``Z`` and every sum are float64, because the solver's
 certificate bounds rounding with the float64 unit roundoff ``u = 2^-53``
 (``dpsk._solver``). Computing in float32 would need ``u = 2^-24`` in the
 certificate and would lift the tolerance floor ``tolerance_floor`` by 2^29,
-about 5e8: at the default ``tol=1e-10`` the floor for ``d = 100`` would move
-from about 1e-11 to about 1e-2 (times ``(c + lam) / lam``), so the noise
-covering the solver's residual would dominate the privacy noise. Converting a
+about 5e8: for ``d = 100``, ``c = 1/4`` and ``lam = 1e-3`` the floor would move
+from about 2e-10 to about 0.1, so the noise covering the solver's residual
+(a distance ``tol / lam``) would dominate the privacy noise (docs/scaling.rst). Converting a
 float32 value to float64 is exact, so the data the model is trained on is the
 user's float32 data.
 """

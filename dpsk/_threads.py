@@ -7,9 +7,11 @@ not make them faster) and, for Newton, rank-k updates of a ``d x d`` Hessian
 from 4 MiB row blocks. With BLAS's default of one thread per core, each of
 those calls wakes a team of threads that, on a machine whose cores are busy
 (other processes, joblib workers of one-vs-rest or of a grid search), wait for
-cores and spin: measured on Adult on a loaded 2-core machine, the fit took 5x
-scikit-learn's time with the default threads and 1.4x with one thread
-(``benchmarks/bench_fit_time.py --threads default``).
+cores and spin. Measured on Adult on a loaded 2-core machine with default BLAS
+threads (``python -m benchmarks fit-time --threads default``): objective
+perturbation took 5.5 times scikit-learn's time before this limit and 0.2
+times after it (scikit-learn's own solver also suffers from the default
+threads there).
 
 The rule: every private fit runs its numerical work with the BLAS (and OpenMP)
 thread pools limited to **one** thread. Parallelism in dpsk is across

@@ -131,3 +131,18 @@ def test_chunked_in_memory_fit_matches_stored_fit():
     with config_context(working_memory=0.01):
         chunked = DPLogisticRegression(**params).fit(X, y)
     np.testing.assert_allclose(chunked.coef_, stored.coef_, rtol=0, atol=1e-9)
+
+
+def _fit_on_worker(X, y, accountant):
+    model = DPLogisticRegression(epsilon=0.5, alpha=0.1, classes=[0, 1, 2],
+                                 accountant=accountant)
+    return model.fit(X, y).coef_.shape
+
+
+def test_a_fit_run_on_a_worker_spends_on_the_users_ledger(client):
+    # joblib's Dask backend (or client.submit) runs whole fits on workers: their
+    # spends go through the ledger's journal file to the ledger held here.
+    X, y = _data(n=300)
+    accountant = BudgetAccountant(epsilon=1.0)
+    assert client.submit(_fit_on_worker, X, y, accountant, pure=False).result() == (3, 6)
+    assert accountant.spends == [(0.5, 0.0)]
