@@ -126,6 +126,14 @@ CHUNKED_WORKING_MEMORY = 64
 SKLEARN_MAX_N = 2_000_000
 
 
+def _load_note(loads, info):
+    """One line saying whether the machine was loaded while the points were taken."""
+    if max(loads) > 0.5 * (info["nproc"] or 1):
+        return (f"MEASURED ON A LOADED MACHINE (1-min load up to {max(loads):.1f} on "
+                f"{info['nproc']} cores): timings are noisy; memory is not affected")
+    return f"machine quiet (max 1-min load {max(loads):.1f})"
+
+
 def _dask_data(client, n, d, seed):
     """Float32 X and y as Dask arrays made chunk by chunk on the workers and kept there."""
     import dask.array as da
@@ -272,10 +280,7 @@ def run_modes(args):
     print()
     print(C.format_table([{c: r.get(c, float("nan")) for c in cols} for r in rows], cols,
                          floatfmt="{:.2f}"))
-    loaded = max(loads) > 0.5 * (info["nproc"] or 1)
-    note = (f"MEASURED ON A LOADED MACHINE (1-min load up to {max(loads):.1f} on "
-            f"{info['nproc']} cores): timings are noisy; memory is not affected"
-            if loaded else f"machine quiet (max 1-min load {max(loads):.1f})")
+    note = _load_note(loads, info)
     print(note)
     comments = [f"command: {cmd}", f"machine: {C.machine_line(info)}",
                 f"DPLogisticRegression(epsilon=1, alpha={args.alpha}, "
@@ -377,10 +382,7 @@ def main(argv=None):
               f"of fit extra RSS vs n (n >= 1e5): {slope_m:.2f}; "
               f"fit extra RSS / data size: "
               + ", ".join(f"{r['fit_extra_over_data']:.2f}" for r in rows))
-    loaded = max(loads) > 0.5 * (info["nproc"] or 1)
-    note = (f"MEASURED ON A LOADED MACHINE (1-min load up to {max(loads):.1f} on "
-            f"{info['nproc']} cores): timings are noisy; memory is not affected"
-            if loaded else f"machine quiet (max 1-min load {max(loads):.1f})")
+    note = _load_note(loads, info)
     print(note)
     comments = [f"command: {cmd}", f"machine: {C.machine_line(info)}",
                 f"DPLogisticRegression(epsilon=1, alpha=1e-3, perturbation={args.perturbation}, "

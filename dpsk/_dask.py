@@ -27,6 +27,7 @@ imports it unless a Dask array is passed.
 import numpy as np
 
 from ._design import design_block
+from ._threads import single_threaded_blas
 from ._validation import check_classes, check_declared_classes
 
 __all__ = ["is_dask_array", "DaskDesignRows", "validate_dask_input"]
@@ -93,9 +94,10 @@ def class_indices(classes, y):
 
 
 def _block_gradient_sum(X_block, y_block, w, loss, data_norm, fit_intercept):
-    """The gradient sum of one block of rows (runs on a worker)."""
-    Z = design_block(X_block, data_norm, fit_intercept)
-    return loss.gradient_sum(Z, np.asarray(y_block), w)
+    """The gradient sum of one block of rows (runs on a worker, one BLAS thread)."""
+    with single_threaded_blas():
+        Z = design_block(X_block, data_norm, fit_intercept)
+        return loss.gradient_sum(Z, np.asarray(y_block), w)
 
 
 class DaskDesignRows:

@@ -34,7 +34,7 @@ from sklearn.utils import gen_batches
 
 from ._validation import INTERCEPT_SCALE, row_norms
 
-__all__ = ["DesignRows", "design_block", "design_rows", "block_rows"]
+__all__ = ["DesignRows", "design_block", "design_rows", "block_rows", "clip_factors"]
 
 #: Bytes of one float64 block of design rows.
 _BLOCK_BYTES = 8 * 2**20
