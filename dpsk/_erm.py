@@ -268,7 +268,8 @@ def _reusing_solutions(store):
 def _output_minimizer(loss, Z, y, alpha, tol):
     """Output perturbation's solve, shared through ``_reusing_solutions`` when active."""
     store = _REUSED_SOLUTIONS.get()
-    if store is None:
+    if store is None or not (sp.issparse(Z) or isinstance(Z, np.ndarray)):
+        # A chunked design (dpsk._design) is not hashed: its rows are not stored.
         return _minimize(loss, Z, y, alpha, tol)
     key = _problem_key(loss, Z, y, alpha, tol)
     if key not in store:

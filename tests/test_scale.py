@@ -155,3 +155,14 @@ def test_float32_fit_memory(perturbation):
     with config_context(working_memory=1):
         chunked = _traced_peak(fit)
     assert chunked < 0.5 * z_bytes, (stored, chunked, z_bytes)
+
+
+def test_reused_solutions_skip_a_chunked_design():
+    from dpsk._erm import _reusing_solutions, private_erm
+
+    X, y = _data(n=500)
+    y = np.where(y == 1, 1.0, -1.0)
+    with _reusing_solutions({}) as store:
+        w = private_erm(DesignRows(X, 1.0, True, block=100), y, LogisticLoss(), 1.0, 1e-2,
+                        "output", noise_source(0))
+    assert store == {} and np.all(np.isfinite(w))
