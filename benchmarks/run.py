@@ -16,6 +16,7 @@ kernel       (benchmarks/bench_kernel.py, if present)
 grid-search  (benchmarks/bench_grid_search.py, if present)
 gaussian     Adult, pure epsilon vs (epsilon, 1e-6) Gaussian output/objective (+ gradient if
              available), diffprivlib and non-private, best alpha per epsilon (oracle)
+tuning       Adult, DPGridSearch disjoint vs random-stopping at equal total epsilon
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -37,6 +38,7 @@ COMMANDS = {
     "kernel": ("bench_kernel", "main"),
     "grid-search": ("bench_grid_search", "main"),
     "gaussian": ("bench_gaussian", "main"),
+    "tuning": ("bench_tuning", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian")
