@@ -79,11 +79,11 @@ class Config:
     n_classes: int = 2
 
 
-def _grid(estimator, grid, refit, **search_params):
+def _grid(estimator, grid, refit, method="disjoint", **search_params):
     def make(classes, accountant, random_state=None):
         inner = estimator(classes)
         return DPGridSearch(inner, grid, epsilon=1.0, refit=refit, accountant=accountant,
-                            random_state=random_state, **search_params)
+                            random_state=random_state, method=method, **search_params)
     return make
 
 
