@@ -196,11 +196,12 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     first; ``method="random-stopping"`` (the default) is the random stopping of
     Liu and Talwar (2019), described after it. The default is the one that was
     more accurate at equal total epsilon on Adult (``python -m benchmarks
-    tuning``); it trains about ``10 m`` models on all the rows, so it is slower. ``epsilon`` is the cost of the search with
-    either method, and ``refit=True`` adds one more ``epsilon``.
+    tuning``); it trains about ``10 m`` models on all the rows, so it is slower.
+    ``epsilon`` is the cost of the search with either method, and ``refit=True``
+    adds one more ``epsilon``.
 
-    **method="disjoint".** The rows are split at random into ``m + 1`` disjoint parts, ``m`` being the
-    number of candidates of ``param_grid``. Candidate ``i`` is trained on part
+    **method="disjoint".** The rows are split at random into ``m + 1`` disjoint
+    parts, ``m`` being the number of candidates of ``param_grid``. Candidate ``i`` is trained on part
     ``i`` alone, privately at ``epsilon``; each candidate counts its mistakes
     ``z_i`` on the last part, and one candidate is chosen with probability
     proportional to ``exp(-epsilon z_i / 2)`` (the exponential mechanism of

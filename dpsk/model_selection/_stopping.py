@@ -112,8 +112,8 @@ def noisy_count(count, epsilon, rng):
     """Release an integer count of sensitivity 1 with discrete Laplace noise.
 
     Guarantee (the geometric mechanism of Ghosh, Roughgarden and Sundararajan
-    2009, "Universally utility-maximizing privacy mechanisms", STOC): if ``count`` changes by at most 1
-    between neighbouring data sets, ``count + Z`` with ``Z`` from
+    2009, "Universally utility-maximizing privacy mechanisms", STOC): if
+    ``count`` changes by at most 1 between neighbouring data sets, ``count + Z`` with ``Z`` from
     :func:`discrete_laplace_noise` is ``epsilon``-DP. Why: for outputs ``r``
     the probabilities are ``c p^|r - count|``, and ``| |r - a| - |r - b| | <=
     |a - b| <= 1`` makes their ratio at most ``1 / p = exp(epsilon)``. The
