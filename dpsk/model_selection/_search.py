@@ -201,8 +201,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     adds one more ``epsilon``.
 
     **method="disjoint".** The rows are split at random into ``m + 1`` disjoint
-    parts, ``m`` being the number of candidates of ``param_grid``. Candidate ``i`` is trained on part
-    ``i`` alone, privately at ``epsilon``; each candidate counts its mistakes
+    parts, ``m`` being the number of candidates of ``param_grid``. Candidate
+    ``i`` is trained on part ``i`` alone, privately at ``epsilon``; each
+    candidate counts its mistakes
     ``z_i`` on the last part, and one candidate is chosen with probability
     proportional to ``exp(-epsilon z_i / 2)`` (the exponential mechanism of
     McSherry and Talwar 2007). With ``refit=False`` (the paper's algorithm) the
