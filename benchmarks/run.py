@@ -20,6 +20,7 @@ utility      Adult, recommended epsilon interval (public half) vs the truth (pri
              and the probe extrapolations (tangent vs inverse) against Monte Carlo truth
 prediction   Adult, DPPredictionEnsemble per-query accuracy vs DPLogisticRegression at the
              total epsilon of the same number of queries; the crossover
+tuning       Adult, DPGridSearch disjoint vs random-stopping at equal total epsilon
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -45,10 +46,11 @@ COMMANDS = {
     "gaussian": ("bench_gaussian", "main"),
     "utility": ("bench_utility", "main"),
     "prediction": ("bench_prediction", "main"),
+    "tuning": ("bench_tuning", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
-             "gaussian", "utility", "prediction")
-OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction"}
+             "gaussian", "utility", "prediction", "tuning")
+OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning"}
 
 
 class MissingBenchmark(RuntimeError):
