@@ -16,6 +16,9 @@ kernel       (benchmarks/bench_kernel.py, if present)
 grid-search  (benchmarks/bench_grid_search.py, if present)
 gaussian     Adult, pure epsilon vs (epsilon, 1e-6) Gaussian output/objective (+ gradient if
              available), diffprivlib and non-private, best alpha per epsilon (oracle)
+multiclass   digits and a 7-class synthetic set: one-vs-rest vs multinomial
+             DPLogisticRegression (multinomial if available) at the same total
+             (epsilon, delta), every perturbation, best alpha per epsilon (oracle)
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -37,10 +40,11 @@ COMMANDS = {
     "kernel": ("bench_kernel", "main"),
     "grid-search": ("bench_grid_search", "main"),
     "gaussian": ("bench_gaussian", "main"),
+    "multiclass": ("bench_multiclass", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
-             "gaussian")
-OPTIONAL = {"kernel", "grid-search", "gaussian"}
+             "gaussian", "multiclass")
+OPTIONAL = {"kernel", "grid-search", "gaussian", "multiclass"}
 
 
 class MissingBenchmark(RuntimeError):
