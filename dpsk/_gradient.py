@@ -176,7 +176,7 @@ def noisy_gd_schedule(n, d, alpha, loss, epsilon, delta, *, n_problems=1):
     sensitivity = 2.0 * lipschitz / n + 2.0 * rounding_radius(grid, d)
     mu = 1.0 / analytic_gaussian_sigma(epsilon, delta, 1.0)
 
-    loss_at_zero = float(np.asarray(loss.value(np.zeros(1))).ravel()[0])
+    loss_at_zero = loss.value_at_zero()
     start_distance = min(lipschitz / alpha, math.sqrt(2.0 * loss_at_zero / alpha))
     n_steps = _steps_minimising_bound(
         contraction=1.0 - alpha / smoothness,
@@ -274,19 +274,16 @@ def noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng, *, n_problems
 def _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems, record=None):
     """The loop; ``record``, a list in tests only, receives ``(w_t, g_t)`` pairs."""
     n, d = Z.shape
-    schedule = noisy_gd_schedule(n, d, alpha, loss, epsilon, delta, n_problems=n_problems)
-    y = np.asarray(y, dtype=float)
-    w = np.zeros(d)
+    shape = (d,) if loss.n_outputs == 1 else (loss.n_outputs, d)
+    size = math.prod(shape)
+    schedule = noisy_gd_schedule(n, size, alpha, loss, epsilon, delta, n_problems=n_problems)
+    y = np.asarray(y, dtype=float) if loss.n_outputs == 1 else np.asarray(y, dtype=np.intp)
+    w = np.zeros(shape)
     for _ in range(schedule.n_steps):
-        released = add_on_grid(_average_loss_gradient(Z, y, loss, w),
-                               gaussian_noise(d, schedule.sigma, rng), schedule.grid)
+        released = add_on_grid(loss.mean_gradient(Z, y, w).ravel(),
+                               gaussian_noise(size, schedule.sigma, rng),
+                               schedule.grid).reshape(shape)
         if record is not None:
             record.append((w.copy(), released))
         w = w - schedule.step_size * (released + alpha * w)
     return w
-
-
-def _average_loss_gradient(Z, y, loss, w):
-    """``Z^T (y * l'(y * Z w)) / n``: O(n + d) memory beyond ``Z``, dense or CSR."""
-    margins = y * np.asarray(Z @ w).ravel()
-    return np.asarray(Z.T @ (y * loss.derivative(margins))).ravel() / Z.shape[0]

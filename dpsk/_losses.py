@@ -1,24 +1,51 @@
-"""Margin losses for private ERM, each with the constants the privacy proofs need.
+"""Losses for private ERM, each with the constants the privacy proofs need.
 
-Every loss here is a function of the margin ``z = y * w.x`` with labels in
-{-1, +1}. The mechanisms of Chaudhuri, Monteleoni and Sarwate (2011) need two
-facts about a loss, and each loss object states them as attributes:
+Most losses here are functions of the margin ``z = y * w.x`` with labels in
+{-1, +1}; :class:`MultinomialLoss` is the softmax cross-entropy of a ``K x d``
+weight matrix. The mechanisms of Chaudhuri, Monteleoni and Sarwate (2011) need
+three facts about a loss, and each loss object states them as attributes:
 
-* ``lipschitz``: a bound on ``|l'(z)|`` (both algorithms need it to be <= 1);
-* ``curvature``: a bound ``c`` on ``l''(z)`` (objective perturbation,
-  Algorithm 2, spends ``log(1 + 2c/(n*alpha) + c^2/(n*alpha)^2)`` of epsilon on it).
+* ``lipschitz``: a bound on the norm of one row's loss gradient per unit of
+  row norm (``|l'(z)|`` for a margin loss; both algorithms need it, and the
+  sensitivities scale with it);
+* ``curvature``: a bound ``c`` on the largest eigenvalue of one row's loss
+  Hessian per unit of squared row norm (``l''(z)`` for a margin loss);
+* ``hessian_rank``: the rank of that Hessian (1 for a margin loss, ``K - 1``
+  for the softmax). Objective perturbation spends ``hessian_rank * log(1 +
+  c/(n*alpha))`` of epsilon on the change of variables (the paper's Algorithm 2
+  spends ``log(1 + 2c/(n*alpha) + c^2/(n*alpha)^2)``, twice that, for margin
+  losses; see ``dpsk._mechanisms``).
 
 The objects are stateless and shared by every model, mechanism and solver, so a
 constant is written down exactly once.
 """
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, softmax
 
-__all__ = ["LogisticLoss", "HuberLoss", "make_loss"]
+__all__ = ["LogisticLoss", "HuberLoss", "MultinomialLoss", "make_loss"]
 
 
-class LogisticLoss:
+class _MarginLoss:
+    """What every margin loss shares: one weight vector, and its mean gradient."""
+
+    #: The loss scores one output per row (a weight vector, not a matrix).
+    n_outputs = 1
+    #: Rank of one row's Hessian in the weights (``l'' x x^T``): the exponent of
+    #: the change-of-variables term in objective perturbation.
+    hessian_rank = 1
+
+    def value_at_zero(self):
+        """The loss of the all-zero model, ``l(0)``."""
+        return float(np.asarray(self.value(np.zeros(1))).ravel()[0])
+
+    def mean_gradient(self, Z, y, w):
+        """``Z^T (y * l'(y * Z w)) / n``: O(n + d) memory beyond ``Z``, dense or CSR."""
+        margins = y * np.asarray(Z @ w).ravel()
+        return np.asarray(Z.T @ (y * self.derivative(margins))).ravel() / Z.shape[0]
+
+
+class LogisticLoss(_MarginLoss):
     """Logistic loss ``l(z) = log(1 + exp(-z))``.
 
     ``|l'(z)| < 1`` and ``0 < l''(z) <= 1/4`` for every z, so the loss meets the
@@ -49,7 +76,7 @@ class LogisticLoss:
         return "LogisticLoss()"
 
 
-class HuberLoss:
+class HuberLoss(_MarginLoss):
     """Huber-smoothed hinge loss of Chaudhuri et al. (2011), their Eq. (35).
 
     ``l(z) = 0`` for ``z > 1 + h``; ``(1 + h - z)^2 / (4h)`` for ``|1 - z| <= h``;
@@ -99,6 +126,70 @@ class HuberLoss:
 
     def __repr__(self):
         return f"HuberLoss(h={self.h!r})"
+
+
+class MultinomialLoss:
+    """Softmax cross-entropy of a ``K x d`` weight matrix, ``K >= 2`` classes.
+
+    For a row ``x`` with class index ``y`` in ``{0, ..., K-1}`` and scores ``s
+    = W x``, the loss is ``logsumexp(s) - s_y``. The constants the privacy
+    proofs need, derived for rows of norm <= 1:
+
+    * ``lipschitz = sqrt(2)``: the gradient in ``W`` is ``(p - e_y) x^T`` with
+      ``p = softmax(s)``, of Frobenius norm ``||p - e_y|| ||x||``, and
+      ``||p - e_y||^2 = (1 - p_y)^2 + sum_{k != y} p_k^2 <= 2 (1 - p_y)^2 <= 2``
+      (the sum of squares of non-negative numbers is at most the square of
+      their sum, ``1 - p_y``).
+    * ``curvature = 1/2``: the Hessian in ``vec(W)`` is ``(diag(p) - p p^T)
+      ⊗ x x^T``, whose eigenvalues are products of the two factors' ones.
+      ``v^T (diag(p) - p p^T) v`` is the variance of ``v_k`` under ``k ~ p``,
+      at most ``(max v - min v)^2 / 4 <= (sqrt(2) ||v||)^2 / 4 = ||v||^2 / 2``,
+      and ``x x^T`` has the single non-zero eigenvalue ``||x||^2 <= 1``.
+    * ``hessian_rank = K - 1``: ``diag(p) - p p^T`` annihilates the all-ones
+      vector, so it has rank at most ``K - 1``, and so has the Kronecker
+      product with the rank-one ``x x^T``.
+
+    Parameters
+    ----------
+    n_classes : int
+        ``K >= 2``.
+    """
+
+    name = "multinomial"
+    lipschitz = float(np.sqrt(2.0))
+    curvature = 0.5
+    smooth = True
+
+    def __init__(self, n_classes):
+        n_classes = int(n_classes)
+        if n_classes < 2:
+            raise ValueError(f"The multinomial loss needs at least 2 classes, got {n_classes}.")
+        self.n_classes = n_classes
+
+    @property
+    def n_outputs(self):
+        return self.n_classes
+
+    @property
+    def hessian_rank(self):
+        return self.n_classes - 1
+
+    def value_at_zero(self):
+        """The loss of the all-zero model, ``log K``."""
+        return float(np.log(self.n_classes))
+
+    def mean_gradient(self, Z, y, W):
+        """``(P - Y)^T Z / n`` for the ``K x d`` weights ``W``; ``y`` holds class indices.
+
+        O(n K) memory beyond ``Z`` (dense or CSR).
+        """
+        scores = np.asarray(Z @ W.T)
+        residual = softmax(scores, axis=1)
+        residual[np.arange(Z.shape[0]), np.asarray(y, dtype=np.intp)] -= 1.0
+        return np.asarray(Z.T @ residual).T / Z.shape[0]
+
+    def __repr__(self):
+        return f"MultinomialLoss(n_classes={self.n_classes})"
 
 
 def make_loss(name, h=0.5):

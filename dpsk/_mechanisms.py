@@ -161,7 +161,8 @@ class ObjectiveCalibration:
     epsilon_prime: float
 
 
-def objective_perturbation_calibration(epsilon, n, alpha, curvature):
+def objective_perturbation_calibration(epsilon, n, alpha, curvature, *, lipschitz=1.0,
+                                       jacobian_exponent=2):
     """Calibrate objective perturbation, Algorithm 2 of Chaudhuri et al. (2011).
 
     Guarantee (their Theorem 2, and Theorem 7 for the Huber loss): the exact
@@ -176,6 +177,21 @@ def objective_perturbation_calibration(epsilon, n, alpha, curvature):
     ``Delta = c / (n (exp(eps/4) - 1)) - alpha`` and ``eps' = eps/2``; finally
     ``beta = eps'/2``.
 
+    Generalisation (``lipschitz``, ``jacobian_exponent``), for losses of a
+    weight matrix such as the softmax cross-entropy (``dpsk._losses``), by the
+    same two steps as the paper's proof. The paper's slack is ``2 log(1 +
+    c/(n alpha))``: ``jacobian_exponent = 2``. Its proof bounds the ratio of
+    the two neighbours' Jacobian determinants through a rank-2 difference of
+    Hessians; the argument of :func:`gaussian_objective_delta` compares each
+    neighbour with the common part instead and gets ``r log(1 + c/(n
+    Lambda))`` when one row's Hessian has rank ``r`` (``r = K - 1`` for the
+    softmax). The noise part: ``b`` moves by the difference of two rows'
+    gradients, at most ``2 lipschitz`` in norm, so ``beta = eps' / (2
+    lipschitz)``. The Delta branch raises ``Lambda`` until the slack is
+    exactly ``eps/2``: ``Lambda = c / (n (exp(eps / (2 r)) - 1))``. Margin
+    losses keep the paper's exponent 2 (so this function stays checkable
+    against Algorithm 2 line by line); the softmax passes ``K - 1``.
+
     Parameters
     ----------
     epsilon : float
@@ -186,22 +202,34 @@ def objective_perturbation_calibration(epsilon, n, alpha, curvature):
         Regularisation strength, > 0.
     curvature : float
         The loss constant ``c`` bounding ``l''``, > 0.
+    lipschitz : float, default=1.0
+        Bound on one row's loss-gradient norm (``|l'|`` for a margin loss).
+    jacobian_exponent : int, default=2
+        ``r`` in the slack ``r log(1 + c/(n Lambda))``: 2 is the paper's bound
+        for margin losses, ``K - 1`` serves the softmax (see above).
 
     Returns
     -------
     ObjectiveCalibration
     """
-    _check_positive(epsilon=epsilon, n=n, alpha=alpha, curvature=curvature)
+    _check_positive(epsilon=epsilon, n=n, alpha=alpha, curvature=curvature,
+                    lipschitz=lipschitz, jacobian_exponent=jacobian_exponent)
     ratio = curvature / (n * alpha)
-    epsilon_prime = epsilon - np.log1p(2.0 * ratio + ratio**2)
+    if jacobian_exponent == 2:
+        # The paper's expression, kept verbatim for margin losses.
+        slack = np.log1p(2.0 * ratio + ratio**2)
+    else:
+        slack = jacobian_exponent * np.log1p(ratio)
+    epsilon_prime = epsilon - slack
     extra_alpha = 0.0
     if epsilon_prime <= 0:
-        extra_alpha = curvature / (n * np.expm1(epsilon / 4.0)) - alpha
+        extra_alpha = curvature / (n * np.expm1(epsilon / (2.0 * jacobian_exponent))) - alpha
         epsilon_prime = epsilon / 2.0
         # With eps' <= 0 the formula gives Delta > 0; the max only guards rounding.
         extra_alpha = max(extra_alpha, 0.0)
     return ObjectiveCalibration(
-        beta=epsilon_prime / 2.0, extra_alpha=extra_alpha, epsilon_prime=epsilon_prime
+        beta=epsilon_prime / (2.0 * lipschitz), extra_alpha=extra_alpha,
+        epsilon_prime=epsilon_prime,
     )
 
 
@@ -266,7 +294,8 @@ class GaussianObjectiveCalibration:
         epsilon for the noise.
     epsilon_jacobian : float
         The part of epsilon the change of variables costs,
-        ``log(1 + c / (n (alpha + extra_alpha)))``.
+        ``r log(1 + c / (n (alpha + extra_alpha)))`` with ``r`` the rank of one
+        row's loss Hessian (1 for margin losses).
     """
 
     sigma: float
@@ -333,7 +362,8 @@ def gaussian_objective_delta(sigma, epsilon, epsilon_jacobian):
     return float(min(max(2.0 * (ndtr(-t) - second), 0.0), 1.0))
 
 
-def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature):
+def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature, *, lipschitz=1.0,
+                                   hessian_rank=1):
     """Calibrate Gaussian objective perturbation for ``(epsilon, delta)``-DP.
 
     Guarantee: the exact minimiser of ``J(w) + (1/n) b.w + (extra_alpha/2)
@@ -349,6 +379,19 @@ def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature):
     smallest scale at which :func:`gaussian_objective_delta` is <= ``delta``
     (found by :func:`_smallest_sigma`; the bound decreases in ``sigma``).
 
+    Losses of a weight matrix (the softmax cross-entropy, ``dpsk._losses``).
+    When one row's Hessian has rank ``r`` (``hessian_rank``), the determinant
+    argument of :func:`gaussian_objective_delta` applies to each of the ``r``
+    eigen-directions in turn: ``det(A + H) / det(A) = det(I + A^-1/2 H
+    A^-1/2)`` lies between 1 and ``(1 + c/(n Lambda))^r`` (``r`` eigenvalues
+    in ``[0, c/(n Lambda)]``), so ``epsilon_jacobian = r log(1 + c/(n
+    Lambda))``, and the extra regularisation, when needed, is ``c / (n (exp(
+    epsilon / (2 r)) - 1))``. When one row's gradient has norm at most
+    ``lipschitz`` (instead of 1), the noise argument holds with every gradient
+    and ``v`` scaled by ``lipschitz``: the bound becomes
+    ``gaussian_objective_delta(sigma / lipschitz, ...)``, so ``sigma`` is
+    ``lipschitz`` times the unit-Lipschitz one.
+
     Parameters
     ----------
     epsilon : float
@@ -361,23 +404,31 @@ def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature):
         Regularisation, > 0.
     curvature : float
         The loss constant ``c`` bounding ``l''``, > 0.
+    lipschitz : float, default=1.0
+        Bound on one row's loss-gradient norm.
+    hessian_rank : int, default=1
+        Rank ``r`` of one row's loss Hessian (1 for margin losses, ``K - 1``
+        for the softmax).
 
     Returns
     -------
     GaussianObjectiveCalibration
     """
-    _check_positive(epsilon=epsilon, n=n, alpha=alpha, curvature=curvature)
+    _check_positive(epsilon=epsilon, n=n, alpha=alpha, curvature=curvature,
+                    lipschitz=lipschitz, hessian_rank=hessian_rank)
     if not (0.0 < delta < 1.0):
         raise ValueError(f"delta must be in (0, 1), got {delta!r}.")
     extra_alpha = 0.0
-    epsilon_jacobian = math.log1p(curvature / (n * alpha))
+    epsilon_jacobian = hessian_rank * math.log1p(curvature / (n * alpha))
     if epsilon_jacobian > epsilon / 2.0:
-        extra_alpha = max(curvature / (n * math.expm1(epsilon / 2.0)) - alpha, 0.0)
-        epsilon_jacobian = math.log1p(curvature / (n * (alpha + extra_alpha)))
+        extra_alpha = max(
+            curvature / (n * math.expm1(epsilon / (2.0 * hessian_rank))) - alpha, 0.0)
+        epsilon_jacobian = hessian_rank * math.log1p(curvature / (n * (alpha + extra_alpha)))
 
-    sigma = _smallest_sigma(
+    unit_sigma = _smallest_sigma(
         lambda s: gaussian_objective_delta(s, epsilon, epsilon_jacobian), delta, log_guess=0.0
     )
+    sigma = lipschitz * unit_sigma
     return GaussianObjectiveCalibration(sigma=sigma, extra_alpha=extra_alpha,
                                         epsilon_jacobian=epsilon_jacobian)
 

@@ -233,8 +233,8 @@ def test_gradient_sensitivity_on_random_neighbours(loss):
         i = int(rng.integers(n))
         Z2[i], y2[i] = _ball_rows(rng, 1, d)[0], rng.choice([-1.0, 1.0])
         w = rng.standard_normal(d) * rng.choice([0.1, 1.0, 10.0, 100.0])
-        diff = np.linalg.norm(gradient_module._average_loss_gradient(Z, y, loss, w)
-                              - gradient_module._average_loss_gradient(Z2, y2, loss, w))
+        diff = np.linalg.norm(loss.mean_gradient(Z, y, w)
+                              - loss.mean_gradient(Z2, y2, w))
         worst = max(worst, diff * n / (2 * loss.lipschitz))
     assert worst <= 1.0 + 1e-12
 
@@ -262,15 +262,15 @@ def test_gradient_sensitivity_is_attained():
     # nearly antipodal: the difference comes within 1% of 2/n.
     Z, y, Z2, y2 = _worst_neighbours(n, d, w, c=1e-3)
     loss = LogisticLoss()
-    diff = np.linalg.norm(gradient_module._average_loss_gradient(Z, y, loss, w)
-                          - gradient_module._average_loss_gradient(Z2, y2, loss, w))
+    diff = np.linalg.norm(loss.mean_gradient(Z, y, w)
+                          - loss.mean_gradient(Z2, y2, w))
     assert 0.99 * 2 / n <= diff <= 2 / n
     # Huber with h <= 1 has l' = -1 at margin 0: antipodal rows orthogonal to w
     # attain 2/n exactly.
     Z, y, Z2, y2 = _worst_neighbours(n, d, w, c=0.0)
     loss = HuberLoss(0.5)
-    diff = np.linalg.norm(gradient_module._average_loss_gradient(Z, y, loss, w)
-                          - gradient_module._average_loss_gradient(Z2, y2, loss, w))
+    diff = np.linalg.norm(loss.mean_gradient(Z, y, w)
+                          - loss.mean_gradient(Z2, y2, w))
     assert diff == pytest.approx(2 / n, rel=1e-12)
 
 
@@ -278,7 +278,7 @@ def test_vectorised_gradient_matches_rows():
     Z, y = _problem(4, n=25, d=5)
     w = np.random.default_rng(0).standard_normal(5)
     for loss in LOSSES:
-        np.testing.assert_allclose(gradient_module._average_loss_gradient(Z, y, loss, w),
+        np.testing.assert_allclose(loss.mean_gradient(Z, y, w),
                                    _gradient_by_rows(Z, y, loss, w), rtol=1e-12, atol=1e-15)
 
 
