@@ -2,7 +2,8 @@
 
 Every dpsk model that releases a linear function (the linear models, and the
 kernel classifier on its random features) calls :func:`private_erm` once per
-binary problem. Reading it top to bottom shows where each part of epsilon goes.
+binary problem, or once for a whole multinomial (softmax) model. Reading it top
+to bottom shows where each part of epsilon goes.
 """
 
 import math
@@ -22,6 +23,7 @@ from ._mechanisms import (
     solver_residual_beta,
 )
 from ._gradient import noisy_gradient_descent
+from ._multinomial_solver import minimize_multinomial_loss, multinomial_tolerance_floor
 from ._silence import silenced
 from ._solver import minimize_regularized_loss, tolerance_floor
 
@@ -73,6 +75,20 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
       descent (``dpsk._gradient``), its ``n_problems * T`` Gaussian steps
       composed exactly as one Gaussian-DP release.
 
+    Multinomial (softmax) models. With ``loss = MultinomialLoss(K)`` the
+    release is the whole ``K x d`` weight matrix, one mechanism at the whole
+    ``(epsilon, delta)`` (``n_problems = 1``), and ``y`` holds class indices in
+    ``{0, ..., K-1}``. Every item above holds with the loss's constants in
+    place of the margin loss's (``dpsk._losses.MultinomialLoss``): one row's
+    gradient has Frobenius norm <= ``lipschitz = sqrt(2)``, so the
+    minimiser's sensitivity is ``2 sqrt(2) / (n alpha)`` (the argument of
+    Theorem 1 needs only strong convexity and that gradient bound); objective
+    perturbation pays ``(K - 1) log(1 + c/(n Lambda))`` with ``c = 1/2`` for
+    the change of variables and masks a gradient difference of norm <= ``2
+    sqrt(2)``; noisy gradient descent has step sensitivity ``2 sqrt(2) / n``.
+    The noise is drawn in ``R^(K d)`` with the Frobenius norm, and the solver
+    is ``dpsk._multinomial_solver``, certified like the binary one.
+
     Every release is added on a grid (``add_on_grid``): a plain floating-point
     sum would round to values whose low bits depend on the minimiser (Mironov,
     2012).
@@ -82,7 +98,7 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
     Z : ndarray or sparse matrix of shape (n, d)
         Rows of L2 norm <= 1 (see ``dpsk._validation.design_matrix``).
     y : ndarray of shape (n,)
-        Labels in {-1, +1}.
+        Labels in {-1, +1}, or class indices for a multinomial loss.
     loss : loss object from ``dpsk._losses``
     epsilon : float
         Epsilon of the whole release of ``n_problems`` models, > 0.
@@ -102,7 +118,7 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
 
     Returns
     -------
-    w : ndarray of shape (d,)
+    w : ndarray of shape (d,), or (K, d) for a multinomial loss
         The release. Nothing else leaves this function: solver diagnostics
         (iterations, gradient norms, which solver path was taken) depend on the
         data without noise. Warnings raised inside are dropped for that reason
@@ -115,8 +131,8 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
 
 def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_problems):
     n, d = Z.shape
-    if loss.lipschitz > 1:
-        raise ValueError("The privacy guarantees need a loss with |l'| <= 1.")
+    if loss.n_outputs == 1 and loss.lipschitz > 1:
+        raise ValueError("The privacy guarantees need a margin loss with |l'| <= 1.")
     if perturbation not in ("objective", "output", "gradient"):
         raise ValueError(
             f"perturbation must be 'objective', 'output' or 'gradient', got {perturbation!r}."
@@ -126,47 +142,74 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
             raise ValueError("perturbation='gradient' needs delta > 0 (Gaussian noise).")
         return noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng,
                                       n_problems=n_problems)
+    # The noise lives in the space of all released weights: K x d for the softmax.
+    shape = (d,) if loss.n_outputs == 1 else (loss.n_outputs, d)
+    size = math.prod(shape)
     if perturbation == "output":
         # The release lives on a grid fixed by public quantities, so that its
         # floating-point bits say nothing about the minimiser (add_on_grid).
-        grid = release_grid(2.0 * loss.lipschitz / (n * alpha), d)
-        rounding = rounding_radius(grid, d)
-        tol = max(tol, tolerance_floor(d, loss.curvature, alpha))
-        solution = minimize_regularized_loss(loss, Z, y, alpha, tol=tol)
+        grid = release_grid(2.0 * loss.lipschitz / (n * alpha), size)
+        rounding = rounding_radius(grid, size)
+        tol = max(tol, _tolerance_floor(loss, d, alpha))
+        w = _minimize(loss, Z, y, alpha, tol)
         if delta == 0:
             beta = output_perturbation_beta(epsilon / n_problems, n, alpha, loss.lipschitz,
                                             solver_tol=tol, rounding=rounding)
-            noise = gamma_norm_noise(d, beta, rng)
+            noise = gamma_norm_noise(size, beta, rng)
         else:
             sensitivity = output_perturbation_sensitivity(n, alpha, loss.lipschitz,
                                                           solver_tol=tol, rounding=rounding)
             sigma = analytic_gaussian_sigma(epsilon, delta,
                                             math.sqrt(n_problems) * sensitivity)
-            noise = gaussian_noise(d, sigma, rng)
-        return add_on_grid(solution.w, noise, grid)
+            noise = gaussian_noise(size, sigma, rng)
+        return add_on_grid(w.ravel(), noise, grid).reshape(shape)
 
     epsilon_each, delta_each = epsilon / n_problems, delta / n_problems
     epsilon_solver = SOLVER_EPSILON_SHARE * epsilon_each
     if delta == 0:
         calibration = objective_perturbation_calibration(
-            epsilon_each - epsilon_solver, n, alpha, loss.curvature
+            epsilon_each - epsilon_solver, n, alpha, loss.curvature,
+            lipschitz=loss.lipschitz, jacobian_exponent=_jacobian_exponent(loss),
         )
-        b = gamma_norm_noise(d, calibration.beta, rng)
-        b_bound = noise_norm_bound(d, beta=calibration.beta)
+        b = gamma_norm_noise(size, calibration.beta, rng)
+        b_bound = noise_norm_bound(size, beta=calibration.beta)
     else:
         calibration = gaussian_objective_calibration(
-            epsilon_each - epsilon_solver, delta_each, n, alpha, loss.curvature
+            epsilon_each - epsilon_solver, delta_each, n, alpha, loss.curvature,
+            lipschitz=loss.lipschitz, hessian_rank=loss.hessian_rank,
         )
-        b = gaussian_noise(d, calibration.sigma, rng)
-        b_bound = noise_norm_bound(d, sigma=calibration.sigma)
+        b = gaussian_noise(size, calibration.sigma, rng)
+        b_bound = noise_norm_bound(size, sigma=calibration.sigma)
     strong_convexity = alpha + calibration.extra_alpha
     # A data-independent floor: below it float64 cannot deliver tol (the bound on
     # ||b|| is the sampler's, not this draw's, so tol does not depend on b).
-    tol = max(tol, tolerance_floor(d, loss.curvature, strong_convexity, b_bound / n))
-    solution = minimize_regularized_loss(
-        loss, Z, y, strong_convexity, linear=b / n, tol=tol
-    )
-    grid = release_grid(2.0 * loss.lipschitz / (n * strong_convexity), d)
+    tol = max(tol, _tolerance_floor(loss, d, strong_convexity, b_bound / n))
+    w = _minimize(loss, Z, y, strong_convexity, tol, linear=b.reshape(shape) / n)
+    grid = release_grid(2.0 * loss.lipschitz / (n * strong_convexity), size)
     beta_residual = solver_residual_beta(epsilon_solver, strong_convexity, tol,
-                                         rounding=rounding_radius(grid, d))
-    return add_on_grid(solution.w, gamma_norm_noise(d, beta_residual, rng), grid)
+                                         rounding=rounding_radius(grid, size))
+    return add_on_grid(w.ravel(), gamma_norm_noise(size, beta_residual, rng),
+                       grid).reshape(shape)
+
+
+def _jacobian_exponent(loss):
+    """The slack exponent of pure objective perturbation (see the calibration).
+
+    Margin losses keep the paper's Algorithm 2 (exponent 2); the softmax uses the
+    rank of one row's Hessian, ``K - 1``.
+    """
+    return 2 if loss.n_outputs == 1 else loss.hessian_rank
+
+
+def _minimize(loss, Z, y, lam, tol, linear=None):
+    """The certified solver for ``loss``: a point within ``tol / lam`` of the minimiser."""
+    if loss.n_outputs == 1:
+        return minimize_regularized_loss(loss, Z, y, lam, linear=linear, tol=tol).w
+    return minimize_multinomial_loss(Z, y, loss.n_classes, lam, linear=linear, tol=tol).w
+
+
+def _tolerance_floor(loss, d, lam, linear_norm_bound=0.0):
+    """The solver's data-independent tolerance floor for ``loss`` (``dpsk._solver``)."""
+    if loss.n_outputs == 1:
+        return tolerance_floor(d, loss.curvature, lam, linear_norm_bound)
+    return multinomial_tolerance_floor(d, loss.n_classes, lam, linear_norm_bound)

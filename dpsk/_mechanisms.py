@@ -170,7 +170,9 @@ def objective_perturbation_calibration(epsilon, n, alpha, curvature, *, lipschit
     ``b ~ gamma_norm_noise(d, beta)`` is ``epsilon``-differentially private,
     provided ``||x|| <= 1``, labels in {-1, +1}, the loss is convex and
     differentiable with ``|l'| <= 1`` and ``l'' <= curvature``, and the
-    regulariser is ``alpha/2 ||w||^2``.
+    regulariser is ``alpha/2 ||w||^2`` (for a loss of a weight matrix, such as
+    the softmax: one row's gradient norm <= ``lipschitz`` and Hessian
+    eigenvalues <= ``curvature`` of rank <= ``jacobian_exponent``, as below).
 
     The calibration: ``eps' = eps - log(1 + 2c/(n alpha) + c^2/(n alpha)^2)``;
     if ``eps' > 0`` no extra regularisation is needed, otherwise
@@ -308,7 +310,8 @@ def gaussian_objective_delta(sigma, epsilon, epsilon_jacobian):
 
     Derivation (replace-one neighbours ``D, D'`` differing in the last row,
     rows of norm <= 1, labels in {-1, +1}, a convex loss of the margin with
-    ``|l'| <= 1`` and ``0 <= l'' <= c``; dpsk's own, in the style of
+    ``|l'| <= 1`` and ``0 <= l'' <= c``; for the softmax loss see
+    :func:`gaussian_objective_calibration`, which rescales it; dpsk's own, in the style of
     Chaudhuri et al. 2011, Theorem 2, and Kifer, Smith and Thakurta 2012).
     The minimiser ``w`` of ``J(w) + (1/n) b.w`` with ``J`` ``Lambda``-strongly
     convex determines ``b`` through ``b_D(w) = -n grad J_D(w)``, a bijection,

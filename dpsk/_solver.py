@@ -58,6 +58,10 @@ arithmetic: its distance to ``w*`` is below 1e-7 of the radius).
 
 Memory is O(n + d^2) beyond X: no n x d temporaries (row blocks everywhere);
 sparse X in a format other than CSR is converted to CSR once.
+
+The machinery is generic: :func:`_solve` and the functions it calls see the
+objective only through the methods of :class:`_CertifiedObjective`, on a flat
+parameter vector. ``dpsk._multinomial_solver`` uses it for softmax regression.
 """
 
 import math
@@ -106,7 +110,8 @@ class SolverError(RuntimeError):
     """The input is outside the solver's domain.
 
     Raised only for non-finite values, ``lam <= 0``, ``tol <= 0``, labels
-    outside {-1, +1} or inconsistent shapes. Within the domain the solver is
+    outside the label set ({-1, +1}; {0, ..., K-1} for the multinomial solver)
+    or inconsistent shapes. Within the domain the solver is
     total and never raises this.
     """
 
@@ -153,15 +158,172 @@ def _two_sum(a, b):
     return s, e
 
 
-class _Objective:
+class _CertifiedObjective:
+    """What every certified objective shares: data, row norms, regulariser, certificate tail.
+
+    ``F(w) = (loss part)(w) + (lam/2) ||w||^2 + linear.w`` on a flat parameter
+    vector ``w``. The machinery below (:func:`_solve`, :func:`_fast_path`,
+    :func:`_newton`, :func:`_line_search`, :func:`_exact_step`,
+    :func:`_accelerated_gradient`) sees only these methods, which a subclass
+    provides for its loss part:
+
+    * ``value_and_grad(w)``, ``grad(w)``: F and its gradient, flat.
+    * ``hessian_at(w)``: the dense Hessian (used when ``w.size <=
+      _DENSE_HESSIAN_MAX_D``); ``hessp_at(w)``: a Hessian-vector product.
+    * ``line_derivative(w, step)``: ``t -> d/dt F(w + t step)``, cheap once the
+      direction's effect on the data is known (one pass over X).
+    * ``certificate(w)``: ``(g, E)`` with ``||grad F(w)|| <= g + E`` rigorously.
+    * ``curvature``: a bound ``c`` such that the loss part's gradient is
+      ``c max_i ||x_i||^2``-Lipschitz (see :meth:`smoothness`).
+    * ``continuation_stages()``: easier objectives to solve first (default none).
+
+    ``linear`` is flat like ``w`` (or None).
+    """
+
+    def __init__(self, X, lam, linear):
+        self.X, self.lam, self.linear = X, lam, linear
+        self.n = X.shape[0]
+        self._row_norms = None
+
+    def continuation_stages(self):
+        """Objectives to solve in turn, warm-started, ending with ``self``."""
+        return [self]
+
+    def _regulariser_gradient(self, w):
+        """``lam w + linear`` and its two error-free parts (see ``_certificate_tail``).
+
+        With objective perturbation at small epsilon, ``lam w`` and ``linear``
+        are huge and nearly cancel; summing them naively leaves an error of
+        ``u (lam ||w|| + ||linear||)`` that can exceed ``tol``. Splitting the
+        product and the sum exactly (Dekker, Knuth) costs O(dim w).
+        """
+        if self.linear is None:
+            p = self.lam * w
+            return p, p, p
+        p, e_p = _two_product(self.lam, w)
+        s1, e_s = _two_sum(p, self.linear)
+        return s1 + (e_p + e_s), p, s1
+
+    def row_norms(self):
+        """Upper bounds ``rho_i >= ||x_i||_2`` (computed once, in row blocks).
+
+        ``fl(sum_j x_ij^2)`` has relative error at most ``gamma_d`` and the square
+        root adds ``u``; the factor ``1 + 4 gamma_{d+2}`` covers both with room.
+        """
+        if self._row_norms is None:
+            X, d = self.X, self.X.shape[1]
+            sq = np.empty(self.n)
+            for rows in gen_batches(self.n, max(1, _HESSIAN_BLOCK_BYTES // (8 * d))):
+                block = X[rows]
+                if sp.issparse(block):
+                    sq[rows] = np.asarray(block.multiply(block).sum(axis=1)).ravel()
+                else:
+                    sq[rows] = np.einsum("ij,ij->i", block, block)
+            self._row_norms = np.sqrt(sq) * (1.0 + 4.0 * _gamma(d + 2))
+        return self._row_norms
+
+    def max_row_terms(self):
+        """Most terms in one row's dot product: ``d``, or the densest CSR row."""
+        if sp.issparse(self.X):
+            return int(np.diff(self.X.indptr).max(initial=0))
+        return self.X.shape[1]
+
+    def _chunked_transpose_product(self, r):
+        """``X^T r`` summed over row chunks, and the relative factor of its error.
+
+        ``r`` has shape (n,) or (n, K). Rows are summed in chunks of ``k_c =
+        max(1024, ceil(sqrt(n)))`` by BLAS (error ``<= gamma_{k_c} sum_i |x_ij|
+        |r_i.|`` per entry), and the ``m`` chunk sums are added one after another
+        (``<= gamma_{m-1}`` times the sum of their absolute values). This avoids
+        the ``gamma_n`` of one long sum: the returned factor ``gamma_{k_c} +
+        gamma_{m-1}(1 + gamma_{k_c})`` is ``O(sqrt(n) u)``, and the error of every
+        entry is at most that factor times ``(|X|^T |r|)``.
+        """
+        n = self.n
+        chunk = max(_MIN_CHUNK, math.isqrt(max(n - 1, 0)) + 1)
+        v = np.zeros((self.X.shape[1],) + r.shape[1:])
+        m = 0
+        for rows in gen_batches(n, chunk):
+            v += np.asarray(self.X[rows].T @ r[rows]).reshape(v.shape)
+            m += 1
+        g_chunk = _gamma(chunk)
+        return v, g_chunk + _gamma(max(m - 1, 0)) * (1.0 + g_chunk)
+
+    def _certificate_tail(self, a, w, err):
+        """Add the regulariser to the data gradient ``a`` and finish the certificate.
+
+        ``a`` is the computed data gradient (flat, laid out like ``w``) and
+        ``err`` the bound on its rounding error *before* the division by ``n``
+        that formed it. The remaining steps:
+
+        * the division by ``n``: ``u ||a||``;
+        * ``lam w + linear`` is formed with an exact product and an exact sum
+          plus one final rounding: error ``<= gamma_1 ||s|| + u^2 (||p|| +
+          ||s_1||)``, not the ``u ||linear||`` of the naive sum
+          (``_regulariser_gradient``);
+        * the final addition ``a + s``: ``gamma_1 ||g||``;
+        * ``||g||`` itself is computed with relative error below
+          ``gamma_{D+2}`` (``D = w.size``); the bound inflates it by ``1 + 2
+          gamma_{D+2}``.
+
+        The terms' own arithmetic (non-negative sums) is covered by the factor
+        ``_BOUND_SAFETY``. Returns ``(g, E)``.
+        """
+        s, p, s1 = self._regulariser_gradient(w)
+        g = a + s
+        g_norm = float(np.linalg.norm(g))
+        err += _gamma(1) * float(np.linalg.norm(a))
+        if self.linear is None:
+            err += _gamma(1) * float(np.linalg.norm(s))
+        else:
+            err += _gamma(1) * float(np.linalg.norm(s)) + _U**2 * (
+                float(np.linalg.norm(p)) + float(np.linalg.norm(s1)))
+        err += _gamma(1) * g_norm
+        err = _BOUND_SAFETY * err + 2.0 * _gamma(w.size + 2) * g_norm
+        return g_norm, err
+
+    def certified_bound(self, w):
+        """Rigorous upper bound on ``||grad F(w)||`` (inf if anything overflowed)."""
+        g, e = self.certificate(w)
+        bound = g + e
+        return bound if math.isfinite(bound) else math.inf
+
+    def smoothness(self):
+        """``L >= curvature * max_i ||x_i||^2 + lam``: a Lipschitz constant of grad F."""
+        rho = self.row_norms()
+        rho_max = float(rho.max(initial=0.0))
+        return (self.curvature * rho_max * rho_max + self.lam) * (1.0 + 4 * _U)
+
+    def gradient_bound_at_zero(self):
+        """A bound on ``||grad F(0)||`` that evaluates nothing but the row norms.
+
+        Valid when every row's loss gradient at ``w = 0`` has norm at most
+        ``||x_i||`` (``|l'(0)| <= 1`` for the margin losses; ``||p - e_y|| =
+        sqrt((K-1)/K) < 1`` for softmax at uniform ``p``): then ``||grad F(0)||
+        <= max rho + ||linear||``.
+        """
+        bound = float(self.row_norms().max()) * (1.0 + 4 * _U)
+        if self.linear is not None:
+            bound += float(np.linalg.norm(self.linear)) * (1.0 + 2.0 * _gamma(self.linear.size + 2))
+        return bound
+
+
+class _Objective(_CertifiedObjective):
     """Value, gradient, Hessian and gradient certificate of F, sharing the margins."""
 
     def __init__(self, loss, X, y, lam, linear):
-        self.loss, self.X, self.y, self.lam = loss, X, y, lam
-        self.linear = linear
-        self.n = X.shape[0]
-        self._row_norms = None
+        super().__init__(X, lam, linear)
+        self.loss, self.y = loss, y
         self._margins_at = (None, None)
+
+    @property
+    def curvature(self):
+        return self.loss.curvature
+
+    def continuation_stages(self):
+        """Huber of small width: wider stages first (:func:`_continuation_losses`)."""
+        return [_Objective(stage_loss, self.X, self.y, self.lam, self.linear)
+                for stage_loss in _continuation_losses(self.loss)[:-1]] + [self]
 
     def margins(self, w):
         # Newton asks for the margins at the point it just evaluated (Hessian,
@@ -173,21 +335,6 @@ class _Objective:
         z = self.y * (self.X @ w)
         self._margins_at = (np.array(w, copy=True), z)
         return z
-
-    def _regulariser_gradient(self, w):
-        """``lam w + linear`` and its two error-free parts (see ``certificate``).
-
-        With objective perturbation at small epsilon, ``lam w`` and ``linear``
-        are huge and nearly cancel; summing them naively leaves an error of
-        ``u (lam ||w|| + ||linear||)`` that can exceed ``tol``. Splitting the
-        product and the sum exactly (Dekker, Knuth) costs O(d).
-        """
-        if self.linear is None:
-            p = self.lam * w
-            return p, p, p
-        p, e_p = _two_product(self.lam, w)
-        s1, e_s = _two_sum(p, self.linear)
-        return s1 + (e_p + e_s), p, s1
 
     def grad(self, w):
         z = self.margins(w)
@@ -230,29 +377,22 @@ class _Objective:
 
         return hessp
 
-    def row_norms(self):
-        """Upper bounds ``rho_i >= ||x_i||_2`` (computed once, in row blocks).
+    def line_derivative(self, w, step):
+        """``phi'(t) = d/dt F(w + t step)``, O(n) per call after one pass over X.
 
-        ``fl(sum_j x_ij^2)`` has relative error at most ``gamma_d`` and the square
-        root adds ``u``; the factor ``1 + 4 gamma_{d+2}`` covers both with room.
+        With the directional margins ``a = y * (X @ step)``, ``phi'(t) = (1/n)
+        sum_i l'(z_i + t a_i) a_i + lam w.step + linear.step + t lam ||step||^2``.
         """
-        if self._row_norms is None:
-            X, d = self.X, self.X.shape[1]
-            sq = np.empty(self.n)
-            for rows in gen_batches(self.n, max(1, _HESSIAN_BLOCK_BYTES // (8 * d))):
-                block = X[rows]
-                if sp.issparse(block):
-                    sq[rows] = np.asarray(block.multiply(block).sum(axis=1)).ravel()
-                else:
-                    sq[rows] = np.einsum("ij,ij->i", block, block)
-            self._row_norms = np.sqrt(sq) * (1.0 + 4.0 * _gamma(d + 2))
-        return self._row_norms
+        a = self.y * (self.X @ step)
+        z0 = self.margins(w)
+        c0 = self.lam * (w @ step) + (0.0 if self.linear is None else self.linear @ step)
+        c1 = self.lam * (step @ step)
+        n, derivative = self.n, self.loss.derivative
 
-    def max_row_terms(self):
-        """Most terms in one margin's dot product: ``d``, or the densest CSR row."""
-        if sp.issparse(self.X):
-            return int(np.diff(self.X.indptr).max(initial=0))
-        return self.X.shape[1]
+        def dphi(t):
+            return (derivative(z0 + t * a) @ a) / n + c0 + t * c1
+
+        return dphi
 
     def certificate(self, w):
         """Computed gradient norm and a rigorous bound on its rounding error.
@@ -275,71 +415,28 @@ class _Objective:
            (:func:`_derivative_error` spells it out per loss). So the exact
            gradient with the computed ``r_i = y_i fl(l'(z~_i))`` in place of the
            exact ones moves by at most ``(1/n) sum_i D_i rho_i``.
-        3. The sum ``X^T r``. Rows are summed in chunks of ``k_c =
-           max(1024, ceil(sqrt(n)))`` by BLAS (error ``<= gamma_{k_c} sum_i
-           |x_ij| |r_i|`` per coordinate), and the ``m`` chunk sums are added
-           one after another (``<= gamma_{m-1}`` times the sum of their absolute
-           values). This avoids the ``gamma_n`` of one long sum:
-           ``gamma_{k_c} + gamma_{m-1}(1 + gamma_{k_c})`` is ``O(sqrt(n) u)``.
-           In norm, ``|| |X|^T |r| || <= sum_i |r_i| rho_i`` (triangle
-           inequality over rows), and dividing by ``n`` adds ``u ||v / n||``.
-        4. ``lam w + linear`` is formed with an exact product and an exact sum
-           plus one final rounding: error ``<= gamma_1 ||s|| + u^2 (||p|| +
-           ||s_1||)``, not the ``u ||linear||`` of the naive sum
-           (``_regulariser_gradient``). The final addition adds ``gamma_1 ||g||``.
-        5. ``||g||`` itself is computed with relative error below
-           ``gamma_{d+2}``; the bound inflates it by ``1 + 2 gamma_{d+2}``.
+        3. The sum ``X^T r`` in chunks (:meth:`_chunked_transpose_product`):
+           error at most its factor times ``|X|^T |r|``, and in norm ``|| |X|^T
+           |r| || <= sum_i |r_i| rho_i`` (triangle inequality over rows).
+        4. The division by ``n``, ``lam w + linear`` with error-free
+           transformations, the final addition and norm:
+           :meth:`_certificate_tail`.
 
-        The terms' own arithmetic (non-negative sums) is covered by the factor
-        ``_BOUND_SAFETY``. Under- and overflow are not modelled: within the
-        domain every quantity here is far from both.
+        Under- and overflow are not modelled: within the domain every quantity
+        here is far from both.
         """
-        X, y, n = self.X, self.y, self.n
-        d = X.shape[1]
+        y, n = self.y, self.n
+        d = self.X.shape[1]
         rho = self.row_norms()
         z = self.margins(w)
         w_norm = float(np.linalg.norm(w)) * (1.0 + 2.0 * _gamma(d + 2))
         delta = _gamma(max(self.max_row_terms(), 1)) * rho * w_norm
         r = y * self.loss.derivative(z)
         D = _derivative_error(self.loss, z, delta)
-
-        chunk = max(_MIN_CHUNK, math.isqrt(max(n - 1, 0)) + 1)
-        v = np.zeros(d)
-        m = 0
-        for rows in gen_batches(n, chunk):
-            v += np.asarray(X[rows].T @ r[rows]).ravel()
-            m += 1
-        g_chunk = _gamma(chunk)
-        sum_factor = g_chunk + _gamma(max(m - 1, 0)) * (1.0 + g_chunk)
-
-        a = v / n
-        s, p, s1 = self._regulariser_gradient(w)
-        g = a + s
-        g_norm = float(np.linalg.norm(g))
-
+        v, sum_factor = self._chunked_transpose_product(r)
         err = (D @ rho) / n
         err += sum_factor * (np.abs(r) @ rho) / n
-        err += _gamma(1) * float(np.linalg.norm(a))
-        if self.linear is None:
-            err += _gamma(1) * float(np.linalg.norm(s))
-        else:
-            err += _gamma(1) * float(np.linalg.norm(s)) + _U**2 * (
-                float(np.linalg.norm(p)) + float(np.linalg.norm(s1)))
-        err += _gamma(1) * g_norm
-        err = _BOUND_SAFETY * err + 2.0 * _gamma(d + 2) * g_norm
-        return g_norm, err
-
-    def certified_bound(self, w):
-        """Rigorous upper bound on ``||grad F(w)||`` (inf if anything overflowed)."""
-        g, e = self.certificate(w)
-        bound = g + e
-        return bound if math.isfinite(bound) else math.inf
-
-    def smoothness(self):
-        """``L >= curvature * max_i ||x_i||^2 + lam``: a Lipschitz constant of grad F."""
-        rho = self.row_norms()
-        rho_max = float(rho.max(initial=0.0))
-        return (self.loss.curvature * rho_max * rho_max + self.lam) * (1.0 + 4 * _U)
+        return self._certificate_tail(v / n, w, err)
 
 
 def _derivative_error(loss, z, delta):
@@ -381,20 +478,29 @@ def _check_domain(obj, X, y, lam, linear, tol, w0):
     The finiteness of X is read off the row norms, which the certificate needs
     anyway: one pass over X serves both.
     """
+    _check_data(obj, X, y)
+    if not np.all((y == 1.0) | (y == -1.0)):
+        raise SolverError("y must contain only the labels -1 and +1.")
+    _check_scalars(lam, tol)
+    for name, vec in (("linear", linear), ("w0", w0)):
+        if vec is not None and (vec.shape != (X.shape[1],) or not np.isfinite(vec).all()):
+            raise SolverError(f"{name} must be a finite vector with one entry per column of X.")
+
+
+def _check_data(obj, X, y):
+    """Shapes of X and y, and finiteness of X; shared by every solver of dpsk."""
     if not (X.ndim == 2 and y.ndim == 1 and y.shape[0] == X.shape[0] >= 1):
         raise SolverError("X must be a matrix with at least one row, and y a vector "
                           "with one label per row of X.")
     if not np.isfinite(obj.row_norms()).all():
         raise SolverError("X must contain only finite values, with rows of moderate norm.")
-    if not np.all((y == 1.0) | (y == -1.0)):
-        raise SolverError("y must contain only the labels -1 and +1.")
+
+
+def _check_scalars(lam, tol):
     if not (math.isfinite(lam) and lam > 0):
         raise SolverError("lam must be a finite number > 0.")
     if not (math.isfinite(tol) and tol > 0):
         raise SolverError("tol must be a finite number > 0.")
-    for name, vec in (("linear", linear), ("w0", w0)):
-        if vec is not None and (vec.shape != (X.shape[1],) or not np.isfinite(vec).all()):
-            raise SolverError(f"{name} must be a finite vector with one entry per column of X.")
 
 
 #: Safety factor of :func:`tolerance_floor` over the rounding error it scales with.
@@ -480,28 +586,33 @@ def minimize_regularized_loss(loss, X, y, lam, linear=None, tol=1e-10, max_iter=
         X = sp.csr_matrix(X)  # row slices below need CSR
     obj = _Objective(loss, X, y, lam, linear)
     _check_domain(obj, X, y, lam, linear, tol, w0)
-    d = X.shape[1]
-    w_start = np.zeros(d) if w0 is None else w0.copy()
-    # Overflow or 0 * inf inside the fast path only sends it to the fallback;
-    # numpy's warnings would otherwise announce a data-dependent event.
+    w_start = np.zeros(X.shape[1]) if w0 is None else w0.copy()
+    w, path, n_iter = _solve(obj, w_start, tol, max_iter)
+    return SolverResult(w, path, n_iter)
+
+
+def _solve(obj, w_start, tol, max_iter):
+    """Fast path, else fallback, for any :class:`_CertifiedObjective`; never raises.
+
+    Returns ``(w, path, n_iter)`` with ``w`` flat. Overflow or ``0 * inf`` inside
+    the fast path only sends it to the fallback; numpy's warnings would otherwise
+    announce a data-dependent event, so all are silenced here.
+    """
     with np.errstate(all="ignore"):
         w, bound, n_iter = _fast_path(obj, w_start, tol, max_iter)
         if bound <= tol:
-            return SolverResult(w, "newton", n_iter)
+            return w, "newton", n_iter
         if not math.isfinite(bound) and np.isfinite(w).all():
             bound = obj.certified_bound(w)
         if not math.isfinite(bound):
             # The fast path broke down: start the fallback from its start.
             w, bound = w_start, obj.certified_bound(w_start)
         if not math.isfinite(bound):
-            # Even that overflowed: from 0, ||grad F(0)|| <= |l'(0)| max rho +
-            # ||linear|| <= max rho + ||linear|| needs no evaluation of F.
-            w = np.zeros(d)
-            bound = float(obj.row_norms().max()) * (1.0 + 4 * _U)
-            if linear is not None:
-                bound += float(np.linalg.norm(linear)) * (1.0 + 2.0 * _gamma(d + 2))
+            # Even that overflowed: from 0 a bound needs no evaluation of F.
+            w = np.zeros_like(w_start)
+            bound = obj.gradient_bound_at_zero()
         w, k = _accelerated_gradient(obj, w, bound, tol)
-    return SolverResult(w, "fallback", n_iter + k)
+    return w, "fallback", n_iter + k
 
 
 def _continuation_losses(loss):
@@ -530,8 +641,7 @@ def _fast_path(obj, w, tol, max_iter):
     """
     n_iter = 0
     try:
-        stages = [_Objective(stage_loss, obj.X, obj.y, obj.lam, obj.linear)
-                  for stage_loss in _continuation_losses(obj.loss)[:-1]] + [obj]
+        stages = obj.continuation_stages()
         first = stages[0]
         # L-BFGS-B is cheap far from the optimum but slow to polish; hand over to
         # Newton once the gradient is small, where Newton converges quadratically.
@@ -655,20 +765,12 @@ def _line_search(obj, w, value, grad, grad_norm, step):
 def _exact_step(obj, w, step, slope):
     """Root of ``phi'(t) = d/dt F(w + t step)`` by safeguarded regula falsi.
 
-    ``phi'`` is non-decreasing (F is convex) and costs O(n) per evaluation once
-    the directional margins ``y * (X @ step)`` are known, so this is one pass
-    over X plus cheap vector work. For the Huber loss ``phi'`` is piecewise
-    linear and regula falsi lands on the root of the right piece.
+    ``phi'`` is non-decreasing (F is convex); ``obj.line_derivative`` makes it
+    cheap (one pass over X, then O(n) or O(nK) vector work per evaluation).
+    For the Huber loss ``phi'`` is piecewise linear and regula falsi lands on
+    the root of the right piece.
     """
-    a = obj.y * (obj.X @ step)
-    z0 = obj.margins(w)
-    c0 = obj.lam * (w @ step) + (0.0 if obj.linear is None else obj.linear @ step)
-    c1 = obj.lam * (step @ step)
-    n, derivative = obj.n, obj.loss.derivative
-
-    def dphi(t):
-        return (derivative(z0 + t * a) @ a) / n + c0 + t * c1
-
+    dphi = obj.line_derivative(w, step)
     lo, f_lo = 0.0, slope
     hi = 1.0
     f_hi = dphi(hi)
@@ -728,7 +830,8 @@ def _accelerated_gradient(obj, w, bound, tol):
 
     Here ``mu = lam`` and ``L = curvature * max ||x_i||^2 + lam`` (``l'`` is
     ``curvature``-Lipschitz, and ``||X^T D X|| / n <= c max ||x_i||^2`` for
-    ``0 <= D <= c``). K depends on the data, but only ``w`` leaves the solver.
+    ``0 <= D <= c``; for softmax see ``dpsk._multinomial_solver``). K depends
+    on the data, but only ``w`` leaves the solver.
 
     Exact arithmetic versus rounding: K is a theorem in exact arithmetic. The
     iterations are rounded; the target ``tol / (2 lam)`` leaves half the
@@ -738,7 +841,7 @@ def _accelerated_gradient(obj, w, bound, tol):
 
     Returns
     -------
-    w : ndarray of shape (d,)
+    w : ndarray, flat like the start
     n_iter : int
     """
     mu = obj.lam

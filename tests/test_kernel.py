@@ -158,7 +158,7 @@ def test_one_vs_rest_models_get_different_noise(monkeypatch):
     X, y = make_blobs(n_samples=300, centers=3, cluster_std=0.1, random_state=0)
     X /= 12.0
     rec = _NoiseRecorder(monkeypatch)
-    clf = _small(gamma=1.0, n_components=20).fit(X, y)
+    clf = _small(gamma=1.0, n_components=20, multi_class="ovr").fit(X, y)
     assert clf.coef_.shape == (3, 20) and clf.intercept_.shape == (3,)
     main = rec.draws[0::2]  # per class: main noise, then solver-residual noise
     assert len(main) == 3
@@ -361,3 +361,26 @@ def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         check(estimator)
+
+
+def test_multinomial_kernel_model_is_one_release():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(300, 2))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0).astype(int)
+    acc = BudgetAccountant()
+    clf = DPKernelClassifier(n_components=20, classes=[0, 1, 2], epsilon=2.0, alpha=0.05,
+                             accountant=acc, random_state=0).fit(X, y)
+    assert clf.coef_.shape == (3, 20) and acc.total() == (2.0, 0.0)
+    np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0)
+    ovr = DPKernelClassifier(n_components=20, classes=[0, 1, 2], multi_class="ovr",
+                             random_state=0).fit(X, y)
+    assert not np.allclose(ovr.coef_, clf.coef_)
+
+
+def test_multinomial_kernel_model_needs_the_logistic_loss():
+    X = np.zeros((4, 2))
+    acc = BudgetAccountant(epsilon=1.0)
+    with pytest.raises(ValueError, match="multinomial"):
+        DPKernelClassifier(loss="huber", multi_class="multinomial",
+                           accountant=acc).fit(X, [0, 1, 2, 0])
+    assert acc.total() == (0.0, 0.0)

@@ -64,7 +64,8 @@ def test_predict_proba_is_consistent():
 def test_multiclass_one_vs_rest_splits_epsilon_and_noise(Est, record_erm):
     X, y = _blobs(k=4)
     acc = BudgetAccountant()
-    clf = Est(epsilon=2.0, accountant=acc, random_state=0).fit(X, y)
+    ovr = {"multi_class": "ovr"} if "multi_class" in Est().get_params() else {}
+    clf = Est(epsilon=2.0, accountant=acc, random_state=0, **ovr).fit(X, y)
     assert clf.coef_.shape == (4, X.shape[1]) and clf.intercept_.shape == (4,)
     # Each call gets the budget of the whole release and its share: epsilon / 4.
     assert [c["epsilon"] / c["n_problems"] for c in record_erm] == [0.5] * 4
@@ -86,8 +87,8 @@ def test_multiclass_proba_sums_to_one():
 
 def test_one_vs_rest_parallel_equals_sequential():
     X, y = _blobs(k=3)
-    a = DPLogisticRegression(epsilon=1.0, random_state=3, n_jobs=1).fit(X, y)
-    b = DPLogisticRegression(epsilon=1.0, random_state=3, n_jobs=2).fit(X, y)
+    a = DPLogisticRegression(epsilon=1.0, random_state=3, n_jobs=1, multi_class="ovr").fit(X, y)
+    b = DPLogisticRegression(epsilon=1.0, random_state=3, n_jobs=2, multi_class="ovr").fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     # ... and the parallel workers did not replay one draw for several classes.
     assert len({tuple(np.round(row, 12)) for row in b.coef_}) == 3
@@ -222,3 +223,71 @@ def test_adult_smoke():
     X, y = load_adult(return_X_y=True, preprocess=True)
     clf = DPLogisticRegression(epsilon=1.0, alpha=1e-3, random_state=0).fit(X, y)
     assert clf.score(X, y) > 0.78  # the majority class alone gives 0.752
+
+
+# -- multinomial: one release of the K x d weights -----------------------------------------
+
+
+@pytest.mark.parametrize("perturbation,delta", [("objective", 0.0), ("output", 0.0),
+                                                ("objective", 1e-6), ("output", 1e-6),
+                                                ("gradient", 1e-6)])
+def test_multinomial_is_one_release_at_the_whole_budget(record_erm, perturbation, delta):
+    X, y = _blobs(k=4)
+    acc = BudgetAccountant()
+    clf = DPLogisticRegression(epsilon=2.0, delta=delta, perturbation=perturbation, alpha=0.05,
+                               multi_class="multinomial", classes=[0, 1, 2, 3],
+                               accountant=acc, random_state=0).fit(X, y)
+    # One call of the private ERM path, with the whole budget and the softmax loss.
+    assert len(record_erm) == 1
+    call = record_erm[0]
+    assert (call["epsilon"], call["n_problems"], call["delta"]) == (2.0, 1, delta)
+    assert call["w"].shape == (4, X.shape[1] + 1)
+    assert acc.total() == (2.0, delta)
+    assert clf.privacy_spent_ == (2.0, delta)
+    assert clf.coef_.shape == (4, X.shape[1]) and clf.intercept_.shape == (4,)
+    assert clf.score(X, y) > 0.5
+
+
+def test_multinomial_probabilities_are_the_softmax_of_the_scores():
+    X, y = _blobs(k=3)
+    clf = DPLogisticRegression(epsilon=5.0, multi_class="multinomial", classes=[0, 1, 2],
+                               random_state=0).fit(X, y)
+    scores = clf.decision_function(X)
+    expected = np.exp(scores - scores.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(clf.predict_proba(X), expected / expected.sum(axis=1,
+                                                                              keepdims=True))
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[scores.argmax(axis=1)])
+
+
+def test_multinomial_with_two_classes_reports_one_row(record_erm):
+    X, y = _blobs(k=2)
+    clf = DPLogisticRegression(epsilon=5.0, multi_class="multinomial", classes=[0, 1],
+                               random_state=0).fit(X, y)
+    W = record_erm[0]["w"]
+    assert W.shape == (2, X.shape[1] + 1)
+    assert clf.coef_.shape == (1, X.shape[1]) and clf.intercept_.shape == (1,)
+    # The reported row is W[1] - W[0]: the same decisions and probabilities.
+    Z = design_matrix(X, clf.data_norm, True)
+    np.testing.assert_allclose(clf.decision_function(X), Z @ (W[1] - W[0]), atol=1e-10)
+    p = clf.predict_proba(X)
+    softmax = np.exp(Z @ W.T)
+    np.testing.assert_allclose(p, softmax / softmax.sum(axis=1, keepdims=True), atol=1e-10)
+
+
+def test_auto_is_multinomial_for_more_than_two_classes_only(record_erm):
+    X2, y2 = _blobs(k=2)
+    DPLogisticRegression(classes=[0, 1], random_state=0).fit(X2, y2)
+    X3, y3 = _blobs(k=3)
+    DPLogisticRegression(classes=[0, 1, 2], random_state=0).fit(X3, y3)
+    DPLogisticRegression(classes=[0, 1, 2], random_state=0, multi_class="ovr").fit(X3, y3)
+    shapes = [c["w"].shape for c in record_erm]
+    assert shapes == [(6,), (3, 6), (6,), (6,), (6,)]
+
+
+def test_multi_class_is_validated_before_anything_is_spent():
+    X, y = _blobs(k=3)
+    acc = BudgetAccountant(epsilon=1.0)
+    with pytest.raises(ValueError, match="multi_class"):
+        DPLogisticRegression(multi_class="softmax", accountant=acc).fit(X, y)
+    assert acc.total() == (0.0, 0.0)
+    assert "multi_class" not in DPHuberSVM().get_params()

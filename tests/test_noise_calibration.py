@@ -319,6 +319,7 @@ def _ovr_noise_norms():
     for k in range(OVR["n_fits"]):
         model = DPLogisticRegression(
             classes=[0, 1, 2], perturbation="output", fit_intercept=False, random_state=k,
+            multi_class="ovr",
             alpha=OVR["alpha"], data_norm=OVR["data_norm"], epsilon=EPSILON,
             accountant=BudgetAccountant(),
         ).fit(X, y)

@@ -11,6 +11,9 @@ ESTIMATORS = [
     DPLogisticRegression(delta=1e-5, perturbation="output"),
     DPHuberSVM(delta=1e-5),
     DPLogisticRegression(delta=1e-5, perturbation="gradient"),
+    DPLogisticRegression(multi_class="multinomial"),
+    DPLogisticRegression(multi_class="multinomial", delta=1e-5, perturbation="output"),
+    DPLogisticRegression(multi_class="ovr", delta=1e-5, perturbation="gradient"),
 ]
 
 

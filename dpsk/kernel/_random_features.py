@@ -17,7 +17,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._losses import make_loss
+from .._losses import MultinomialLoss, make_loss
 from .._random import noise_source, public_rng
 from .._validation import (
     INTERCEPT_SCALE,
@@ -182,8 +182,11 @@ class DPKernelClassifier(BaseDPLinearClassifier):
     again of norm 1); labels are mapped to {-1, +1}; the loss has ``|l'| <= 1`` and
     ``l'' <= c`` (``c = 1/4`` logistic, ``c = 1/(2h)`` Huber); the number of rows
     is treated as public; the solver's residual is covered by extra noise (see
-    ``tol``). With more than two classes the one-vs-rest models get
-    ``epsilon / n_classes`` each (sequential composition).
+    ``tol``). With more than two classes and the logistic loss the default is
+    one multinomial (softmax) release at the whole epsilon (constants in
+    ``dpsk._losses.MultinomialLoss``); one-vs-rest models (``multi_class="ovr"``,
+    and the Huber loss) get ``epsilon / n_classes`` each (sequential
+    composition).
 
     Erratum: the paper's map ``sqrt(2/D) cos(w.x + b)`` has norm up to
     ``sqrt(2)``, not 1, which breaks the ``||x|| <= 1`` condition of Algorithms 1
@@ -198,7 +201,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
     ----------
     epsilon : float, default=1.0
         Privacy parameter of one fit, > 0 and finite. With more than two classes
-        each one-vs-rest model gets ``epsilon / n_classes``.
+        and one-vs-rest, each binary model gets ``epsilon / n_classes``.
     kernel : {"rbf", "laplacian"}, default="rbf"
         Kernel approximated by the random features: ``"rbf"`` is
         ``exp(-gamma ||x - x'||_2^2)`` (frequencies ``N(0, 2 gamma I)``),
@@ -228,6 +231,13 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         SVM (``c = 1/(2h)``; no ``predict_proba``).
     h : float, default=0.5
         Width of the Huber zone, > 0; used only with ``loss="huber"``.
+    multi_class : {"auto", "ovr", "multinomial"}, default="auto"
+        More than two classes: ``"multinomial"`` (``loss="logistic"`` only)
+        releases one softmax model over the features at the whole budget, as
+        in :class:`~dpsk.DPLogisticRegression`; ``"ovr"`` fits one binary model
+        per class at ``epsilon / n_classes`` each (pure epsilon); ``"auto"`` is
+        multinomial for the logistic loss with more than two classes and
+        one-vs-rest otherwise.
     perturbation : {"objective", "output", "gradient"}, default="objective"
         ``"objective"``: Algorithm 2 (noise in the objective, usually more
         accurate). ``"output"``: Algorithm 1 (noise added to the minimiser).
@@ -315,12 +325,13 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "loss": [StrOptions({"logistic", "huber"})],
         "h": [Interval(Real, 0, np.inf, closed="neither")],
+        "multi_class": [StrOptions({"auto", "ovr", "multinomial"})],
     }
 
     def __init__(self, epsilon=1.0, kernel="rbf", gamma=1.0, n_components=100, alpha=1e-2,
                  loss="logistic", h=0.5, perturbation="objective", fit_intercept=True,
                  data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
-                 random_state=None, classes=None, delta=0.0):
+                 random_state=None, classes=None, delta=0.0, multi_class="auto"):
         self.epsilon = epsilon
         self.kernel = kernel
         self.gamma = gamma
@@ -337,8 +348,13 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         self.random_state = random_state
         self.classes = classes
         self.delta = delta
+        self.multi_class = multi_class
 
-    def _make_loss(self):
+    def _make_loss(self, n_classes=2):
+        if self.loss == "logistic" and (
+                self.multi_class == "multinomial"
+                or (self.multi_class == "auto" and n_classes > 2)):
+            return MultinomialLoss(n_classes)
         return make_loss(self.loss, self.h)
 
     def _check_params_before_fit(self):
@@ -352,6 +368,11 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         and depends on the parameters alone.
         """
         super()._check_params_before_fit()
+        if self.multi_class == "multinomial" and self.loss != "logistic":
+            raise ValueError(
+                "multi_class='multinomial' is the softmax model of loss='logistic'; with "
+                "loss='huber' use multi_class='ovr' (or 'auto')."
+            )
         scale = math.sqrt(2.0 * self.gamma) if self.kernel == "rbf" else self.gamma
         if scale * self.data_norm > 1e250:
             raise ValueError(
@@ -378,7 +399,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
                              fit_intercept=self.fit_intercept)
         del X
         W = fit_private_problems(
-            Z, y, classes, self._make_loss(), epsilon, self.alpha,
+            Z, y, classes, self._make_loss(len(classes)), epsilon, self.alpha,
             self.perturbation, noise_source(self.random_state), tol=self.tol,
             delta=delta, n_jobs=self.n_jobs,
         )

@@ -32,8 +32,13 @@ __all__ = ["BaseDPLinearClassifier", "fit_private_problems"]
 
 def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng, *, tol,
                          delta=0.0, n_jobs=None):
-    """Fit the binary (or one-vs-rest) private models for ``classes``; total cost
-    ``(epsilon, delta)``.
+    """Fit the binary, one-vs-rest or multinomial private model for ``classes``; total
+    cost ``(epsilon, delta)``.
+
+    A multinomial ``loss`` (``loss.n_outputs == len(classes)``) is one release
+    of the whole ``K x d`` weight matrix at the whole budget. For two classes
+    it is reported as the one row ``W[1] - W[0]``, which gives the same
+    decisions and probabilities (post-processing).
 
     One-vs-rest releases K models about the same rows. How the budget is shared
     between them depends on the mechanism (:func:`dpsk._erm.private_erm`:
@@ -65,6 +70,12 @@ def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng,
     -------
     W : ndarray of shape (1 or K, d)
     """
+    if loss.n_outputs > 1:
+        if loss.n_outputs != len(classes):
+            raise ValueError("The multinomial loss must have one output per class.")
+        W = private_erm(Z, np.searchsorted(classes, y), loss, epsilon, alpha, perturbation,
+                        rng, tol=tol, delta=delta)
+        return W[1:] - W[:1] if len(classes) == 2 else W
     targets = binary_targets(y, classes)
     generators = rng.spawn(len(targets))
     results = Parallel(n_jobs=n_jobs)(
@@ -94,7 +105,8 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         "delta": [Interval(Real, 0, 1, closed="left")],
     }
 
-    def _make_loss(self):
+    def _make_loss(self, n_classes=2):
+        """The loss of the release for ``n_classes`` (declared) classes."""
         raise NotImplementedError
 
     def _privacy_event(self):
@@ -173,7 +185,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         X, y, classes = data
         Z = design_matrix(X, self.data_norm, self.fit_intercept)
         W = fit_private_problems(
-            Z, y, classes, self._make_loss(), epsilon, self.alpha, self.perturbation,
+            Z, y, classes, self._make_loss(len(classes)), epsilon, self.alpha, self.perturbation,
             noise_source(self.random_state), tol=self.tol, delta=delta,
             n_jobs=self.n_jobs,
         )

@@ -80,5 +80,5 @@ class DPHuberSVM(BaseDPLinearClassifier):
         self.delta = delta
         self.h = h
 
-    def _make_loss(self):
+    def _make_loss(self, n_classes=2):
         return HuberLoss(self.h)

@@ -2,7 +2,9 @@
 
 import numpy as np
 
-from .._losses import LogisticLoss
+from sklearn.utils._param_validation import StrOptions
+
+from .._losses import LogisticLoss, MultinomialLoss
 from ._base import BaseDPLinearClassifier
 
 __all__ = ["DPLogisticRegression"]
@@ -101,10 +103,28 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     <= 1 after clipping to ``data_norm`` and rescaling; labels are mapped to
     {{-1, +1}}; the logistic loss has ``|l'| <= 1`` and ``l'' <= c = 1/4``; the
     number of rows is treated as public; the solver's residual is covered by
-    extra noise (see ``tol``).
+    extra noise (see ``tol``). The multinomial model (``multi_class``) meets
+    the same theorems' conditions with the softmax loss's constants (gradient
+    norm <= ``sqrt(2)``, Hessian eigenvalues <= 1/2 of rank ``n_classes - 1``;
+    derivations in ``dpsk._losses.MultinomialLoss`` and
+    ``dpsk._mechanisms``). With ``delta > 0`` the guarantee is ``(epsilon,
+    delta)``-DP (see ``delta``).
 
     Parameters
     ----------{_SHARED_PARAMS_DOC}
+
+    multi_class : {{"auto", "ovr", "multinomial"}}, default="auto"
+        How more than two classes are fitted. ``"multinomial"``: one softmax
+        model whose whole ``n_classes x n_features`` weight matrix is a single
+        private release at the whole ``(epsilon, delta)`` (the loss constants
+        are derived in ``dpsk._losses.MultinomialLoss``); with two classes it
+        is reported as one row of weights, like scikit-learn's. ``"ovr"``:
+        one binary model per class, sharing the budget (``epsilon /
+        n_classes`` each with ``delta = 0``, one joint Gaussian release for
+        Gaussian output perturbation). ``"auto"``: multinomial for more than
+        two classes, the binary logistic model for two; the multiclass
+        benchmark (``python -m benchmarks multiclass``) measured the
+        multinomial model as the more accurate at equal budget.
 
     Attributes
     ----------{_SHARED_ATTRS_DOC}
@@ -126,9 +146,14 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     (0.1, 0.0)
     """
 
+    _parameter_constraints = {
+        **BaseDPLinearClassifier._parameter_constraints,
+        "multi_class": [StrOptions({"auto", "ovr", "multinomial"})],
+    }
+
     def __init__(self, epsilon=1.0, alpha=1e-3, perturbation="objective", fit_intercept=True,
                  data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
-                 random_state=None, classes=None, delta=0.0):
+                 random_state=None, classes=None, delta=0.0, multi_class="auto"):
         self.epsilon = epsilon
         self.alpha = alpha
         self.perturbation = perturbation
@@ -140,8 +165,11 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         self.random_state = random_state
         self.classes = classes
         self.delta = delta
+        self.multi_class = multi_class
 
-    def _make_loss(self):
+    def _make_loss(self, n_classes=2):
+        if self.multi_class == "multinomial" or (self.multi_class == "auto" and n_classes > 2):
+            return MultinomialLoss(n_classes)
         return LogisticLoss()
 
     def predict_proba(self, X):
