@@ -21,6 +21,9 @@ utility      Adult, recommended epsilon interval (public half) vs the truth (pri
 prediction   Adult, DPPredictionEnsemble per-query accuracy vs DPLogisticRegression at the
              total epsilon of the same number of queries; the crossover
 tuning       Adult, DPGridSearch disjoint vs random-stopping at equal total epsilon
+multiclass   digits and a 7-class synthetic set: one-vs-rest vs multinomial
+             DPLogisticRegression (multinomial if available) at the same total
+             (epsilon, delta), every perturbation, best alpha per epsilon (oracle)
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -47,10 +50,11 @@ COMMANDS = {
     "utility": ("bench_utility", "main"),
     "prediction": ("bench_prediction", "main"),
     "tuning": ("bench_tuning", "main"),
+    "multiclass": ("bench_multiclass", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
-             "gaussian", "utility", "prediction", "tuning")
-OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning"}
+             "gaussian", "utility", "prediction", "tuning", "multiclass")
+OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "multiclass"}
 
 
 class MissingBenchmark(RuntimeError):
