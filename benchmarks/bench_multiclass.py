@@ -176,18 +176,7 @@ def _fit_dpsk(ds, method, mc, mc_id, la, eps, k, runs, seed):
             epsilon=eps, alpha=10.0 ** la, perturbation=method["perturbation"], delta=delta,
             data_norm=ds["data_norm"], classes=classes, accountant=BudgetAccountant(),
             random_state=rs, **extra)
-        status = "ok"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # clipped rows
-            t0 = time.perf_counter()
-            try:
-                est.fit(Xtr, ytr)
-                fit_time = time.perf_counter() - t0
-                error = float(np.mean(est.predict(Xte) != yte))
-            except Exception as exc:  # noqa: BLE001 - recorded and reported
-                fit_time = time.perf_counter() - t0
-                error = float("nan")
-                status = f"{type(exc).__name__}: {str(exc)[:160]}"
+        error, fit_time, status = C.fit_and_score(est, Xtr, ytr, Xte, yte)
         out.append(dict(dataset=ds["key"], method=method["key"], multi_class=mc,
                         perturbation=method["perturbation"], delta=delta, epsilon=eps,
                         log10_alpha=la, fold=k, run=r, error=error, fit_time=fit_time,
