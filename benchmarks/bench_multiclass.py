@@ -341,7 +341,8 @@ def main(argv=None):
     datasets = [dict(d, n_folds_used=(d["quick_folds"] if args.quick else d["n_folds"]),
                      epsilons=(QUICK_EPSILONS if args.quick else d["epsilons"]))
                 for d in DATASETS if d["key"] in args.datasets]
-    out_name = f"quick/{NAME}" if args.quick else NAME
+    C.set_quick(args.quick)
+    out_name = NAME  # C.results_dir() sends --quick runs to results/quick/
     info = C.machine_info()
     C.header(f"multiclass: one-vs-rest vs multinomial DPLogisticRegression, {runs} runs per "
              f"fold, alpha in 10^{list(grid)}, intercept", info)
