@@ -2,5 +2,6 @@
 
 from ._huber import DPHuberSVM
 from ._logistic import DPLogisticRegression
+from ._robust import DPRobustLogisticRegression, robust_accuracy
 
-__all__ = ["DPLogisticRegression", "DPHuberSVM"]
+__all__ = ["DPLogisticRegression", "DPHuberSVM", "DPRobustLogisticRegression", "robust_accuracy"]
