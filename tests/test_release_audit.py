@@ -60,6 +60,7 @@ from dpsk import (
     DPHuberSVM,
     DPKernelClassifier,
     DPLogisticRegression,
+    DPRobustLogisticRegression,
     PrivateFitError,
 )
 from dpsk._random import NoiseSource
@@ -160,6 +161,9 @@ AUDITED = [
     Config("grid-gaussian-norefit",
            _grid(lambda c: DPLogisticRegression(classes=c, delta=1e-5), {"alpha": [0.01, 0.1]},
                  False)),
+    Config("robust-pure-binary", _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2)),
+    Config("robust-gaussian-3class",
+           _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, delta=1e-5), 3),
 ]
 
 #: The noisy release: compared by shape and dtype only.
