@@ -20,6 +20,8 @@ utility      Adult, recommended epsilon interval (public half) vs the truth (pri
              and the probe extrapolations (tangent vs inverse) against Monte Carlo truth
 prediction   Adult, DPPredictionEnsemble per-query accuracy vs DPLogisticRegression at the
              total epsilon of the same number of queries; the crossover
+beyond-erm   Adult, robust accuracy of DPRobustLogisticRegression vs DPLogisticRegression at
+             radii 0.05/0.1/0.2 (and tilted ERM's worst-group error, when available)
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -45,10 +47,11 @@ COMMANDS = {
     "gaussian": ("bench_gaussian", "main"),
     "utility": ("bench_utility", "main"),
     "prediction": ("bench_prediction", "main"),
+    "beyond-erm": ("bench_beyond_erm", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
-             "gaussian", "utility", "prediction")
-OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction"}
+             "gaussian", "utility", "prediction", "beyond-erm")
+OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "beyond-erm"}
 
 
 class MissingBenchmark(RuntimeError):
