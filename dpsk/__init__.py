@@ -28,6 +28,7 @@ from .linear_model import (
     DPHuberSVM,
     DPLogisticRegression,
     DPRobustLogisticRegression,
+    DPTiltedLogisticRegression,
     robust_accuracy,
 )
 from .model_selection import DPGridSearch
@@ -55,6 +56,7 @@ __all__ = [
     "DPLogisticRegression",
     "DPHuberSVM",
     "DPRobustLogisticRegression",
+    "DPTiltedLogisticRegression",
     "robust_accuracy",
     "DPKernelClassifier",
     "DPGridSearch",

@@ -11,7 +11,7 @@ smoothing. For ``s -> 0`` the margin ``y w.x - r ||P w||`` is the worst case of
 (Cauchy-Schwarz, attained at ``e = -r y P w / ||P w||``).
 
 Why the smoothed norm: ``||P w||`` is not differentiable at ``P w = 0``;
-``N`` is smooth, and the privacy analysis (``dpsk._robust_erm``) is about the
+``N`` is smooth, and the privacy analysis (``dpsk._beyond_erm``) is about the
 exact minimiser of *this* ``F``, so the smoothing needs no accounting of its
 own. It changes every margin by at most ``r s`` (``0 <= N(w) - ||P w|| <= s``).
 

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 from scipy.optimize import minimize
 
-import dpsk._robust_erm as robust_erm_module
+import dpsk._beyond_erm as robust_erm_module
 from dpsk import BudgetAccountant, DPRobustLogisticRegression, GaussianEvent, PureDPEvent
 from dpsk import robust_accuracy
 from dpsk._mechanisms import (
@@ -18,7 +18,7 @@ from dpsk._mechanisms import (
     rounding_radius,
 )
 from dpsk._random import NoiseSource
-from dpsk._robust_erm import private_robust_erm, robust_sensitivity
+from dpsk._beyond_erm import private_robust_erm, robust_sensitivity
 from dpsk._robust_solver import _RobustObjective, minimize_robust_logistic
 
 EXACT_TOL = 1e-13

@@ -3,5 +3,7 @@
 from ._huber import DPHuberSVM
 from ._logistic import DPLogisticRegression
 from ._robust import DPRobustLogisticRegression, robust_accuracy
+from ._tilted import DPTiltedLogisticRegression
 
-__all__ = ["DPLogisticRegression", "DPHuberSVM", "DPRobustLogisticRegression", "robust_accuracy"]
+__all__ = ["DPLogisticRegression", "DPHuberSVM", "DPRobustLogisticRegression", "robust_accuracy",
+           "DPTiltedLogisticRegression"]

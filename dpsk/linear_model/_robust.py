@@ -6,18 +6,10 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._random import noise_source
-from .._robust_erm import private_robust_erm
-from .._validation import (
-    INTERCEPT_SCALE,
-    binary_targets,
-    check_not_datetime,
-    clip_rows,
-    design_matrix,
-    unscale_coef,
-)
-from ._base import BaseDPLinearClassifier
+from .._beyond_erm import private_robust_erm
+from .._validation import INTERCEPT_SCALE, check_not_datetime, clip_rows
 from ._logistic import _SHARED_ATTRS_DOC
+from ._output_only import _OUTPUT_ONLY_PARAMS_DOC, _OutputOnlyClassifier
 
 __all__ = ["DPRobustLogisticRegression", "robust_accuracy"]
 
@@ -83,7 +75,7 @@ def robust_accuracy(model, X, y, radius):
     return float(np.mean(ok))
 
 
-class DPRobustLogisticRegression(BaseDPLinearClassifier):
+class DPRobustLogisticRegression(_OutputOnlyClassifier):
     __doc__ = f"""Logistic regression trained against L2 input perturbations, with differential privacy.
 
     Minimises the adversarial (worst-case) logistic loss: each training row is
@@ -99,7 +91,7 @@ class DPRobustLogisticRegression(BaseDPLinearClassifier):
     replacing one training row. The noise is calibrated to the sensitivity
     ``2 (1 + r) / (n alpha)`` of the exact minimiser (``r`` the radius on the
     rescaled rows, ``radius / data_norm`` times ``1/sqrt(2)`` with an
-    intercept), derived in ``dpsk._robust_erm`` and ``docs/beyond_erm.rst``,
+    intercept), derived in ``dpsk._beyond_erm`` and ``docs/beyond_erm.rst``,
     plus the certified solver's distance and the release-grid rounding.
     Conditions, all enforced: rows clipped to ``data_norm``; labels mapped to
     {{-1, +1}}; ``n_samples`` public. The solved objective replaces ``||w||``
@@ -113,23 +105,7 @@ class DPRobustLogisticRegression(BaseDPLinearClassifier):
         L2 radius of the perturbations trained against, in the units of the
         features (applied to rows after clipping to ``data_norm``). 0 gives
         plain logistic regression with output perturbation.
-    epsilon : float, default=1.0
-        Privacy parameter of one fit, > 0. With more than two classes and
-        ``delta = 0`` each one-vs-rest model gets ``epsilon / n_classes``.
-    alpha : float, default=1e-3
-        L2 regularisation ``(alpha/2) ||w||^2`` on the rescaled weights.
-    fit_intercept : bool, default=True
-    data_norm : float, default=1.0
-        Declared bound on a row's L2 norm; longer rows are scaled down.
-    tol : float, default=1e-10
-        Gradient norm the solver certifies; the noise covers ``tol / alpha``.
-    accountant : BudgetAccountant or None, default=None
-    random_state : int or None, default=None
-        None reads fresh noise from the OS; an int is for tests and docs only.
-    classes : array-like or None, default=None
-        Declared labels (see ``DPLogisticRegression``).
-    delta : float, default=0.0
-        In [0, 1); ``> 0`` switches to Gaussian noise.
+{_OUTPUT_ONLY_PARAMS_DOC}
 
     Attributes
     ----------{_SHARED_ATTRS_DOC}
@@ -152,13 +128,8 @@ class DPRobustLogisticRegression(BaseDPLinearClassifier):
     (1.0, 0.0)
     """
 
-    #: Output perturbation is the only mechanism: the robust loss's larger
-    #: gradient and curvature would also change objective perturbation's slack.
-    perturbation = "output"
-
     _parameter_constraints = {
-        **{key: value for key, value in BaseDPLinearClassifier._parameter_constraints.items()
-           if key not in ("perturbation", "n_jobs")},
+        **_OutputOnlyClassifier._parameter_constraints,
         "radius": [Interval(Real, 0, np.inf, closed="left")],
     }
 
@@ -180,22 +151,9 @@ class DPRobustLogisticRegression(BaseDPLinearClassifier):
         scale = (INTERCEPT_SCALE if self.fit_intercept else 1.0) / self.data_norm
         return float(self.radius) * scale
 
-    def _release(self, data, *, epsilon, delta):
-        X, y, classes = data
-        Z = design_matrix(X, self.data_norm, self.fit_intercept)
-        targets = binary_targets(y, classes)
-        children = noise_source(self.random_state).spawn(len(targets))
-        W = np.vstack([
-            private_robust_erm(Z, t, self._scaled_radius(), X.shape[1], epsilon, self.alpha,
-                               child, tol=self.tol, delta=delta, n_problems=len(targets))
-            for t, child in zip(targets, children)
-        ])
-        coef, intercept = unscale_coef(W, self.data_norm, self.fit_intercept)
-        return {"classes_": classes, "coef_": coef, "intercept_": intercept}
-
-    def predict_proba(self, X):
-        """Class probabilities (logistic of the score; softmax over one-vs-rest scores)."""
-        return self._sigmoid_proba(X)
+    def _release_one(self, Z, t, n_features, epsilon, delta, rng, n_problems):
+        return private_robust_erm(Z, t, self._scaled_radius(), n_features, epsilon, self.alpha,
+                                  rng, tol=self.tol, delta=delta, n_problems=n_problems)
 
     def robust_score(self, X, y):
         """:func:`robust_accuracy` at this model's own ``radius``."""
