@@ -61,6 +61,7 @@ from dpsk import (
     DPKernelClassifier,
     DPLogisticRegression,
     DPRobustLogisticRegression,
+    DPTiltedLogisticRegression,
     PrivateFitError,
 )
 from dpsk._random import NoiseSource
@@ -164,6 +165,9 @@ AUDITED = [
     Config("robust-pure-binary", _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2)),
     Config("robust-gaussian-3class",
            _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, delta=1e-5), 3),
+    Config("tilted-pure-3class", _simple(DPTiltedLogisticRegression, alpha=0.1, tilt=1.0), 3),
+    Config("tilted-gaussian-binary",
+           _simple(DPTiltedLogisticRegression, alpha=0.1, tilt=0.5, delta=1e-5)),
 ]
 
 #: The noisy release: compared by shape and dtype only.

@@ -154,18 +154,22 @@ def _noise(delta, seed):
     return releases - exact
 
 
-def _check_gamma(noise):
-    beta, norms = _expected_beta(), np.linalg.norm(noise, axis=1)
-    p_right = stats.kstest(norms, stats.gamma(a=D, scale=1.0 / beta).cdf).pvalue
-    p_small = stats.kstest(norms, stats.gamma(a=D, scale=SMALLER / beta).cdf).pvalue
+def check_gamma_noise(noise, beta):
+    """KS test of the noise norms against Gamma(d, 1/beta) (passes) and 0.9 times it (fails)."""
+    d, norms = noise.shape[1], np.linalg.norm(noise, axis=1)
+    p_right = stats.kstest(norms, stats.gamma(a=d, scale=1.0 / beta).cdf).pvalue
+    p_small = stats.kstest(norms, stats.gamma(a=d, scale=SMALLER / beta).cdf).pvalue
     assert p_right > P_THRESHOLD, f"calibrated law rejected: p={p_right:.2e}"
     assert p_small < P_THRESHOLD, f"no power against 10% less noise: p={p_small:.2e}"
 
 
-def _check_normal(noise, delta):
-    # Sum of squares over all coordinates: chi-square with N_RELEASES * D degrees of
-    # freedom under the calibrated law (far more power than a KS test on scale).
-    sigma, draws = _expected_sigma(delta), noise.ravel()
+def check_normal_noise(noise, sigma):
+    """Chi-square test of the sum of squares: N(0, sigma^2) passes, 0.9 sigma fails.
+
+    The sum over all coordinates is chi-square with ``noise.size`` degrees of
+    freedom under the calibrated law (far more power than a KS test on scale).
+    """
+    draws = noise.ravel()
     law = stats.chi2(df=draws.size)
     ss = float(draws @ draws)
     p_right = 2 * min(law.cdf(ss / sigma**2), law.sf(ss / sigma**2))
@@ -174,7 +178,7 @@ def _check_normal(noise, delta):
     assert p_small < P_THRESHOLD, f"no power against 10% less noise: p={p_small:.2e}"
 
 
-def _shrink_plan(monkeypatch):
+def shrink_plan(monkeypatch):
     """Make the release's calibration 10% too small (beta / 0.9, sigma * 0.9)."""
     original = robust_erm_module._noise_plan
 
@@ -194,27 +198,27 @@ def _forget_radius(monkeypatch):
 
 
 def test_pure_noise_law():
-    _check_gamma(_noise(0.0, 21))
+    check_gamma_noise(_noise(0.0, 21), _expected_beta())
 
 
 def test_gaussian_noise_law():
-    _check_normal(_noise(1e-5, 22), 1e-5)
+    check_normal_noise(_noise(1e-5, 22), _expected_sigma(1e-5))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mutation", [_shrink_plan, _forget_radius])
+@pytest.mark.parametrize("mutation", [shrink_plan, _forget_radius])
 def test_pure_mutation_is_caught(mutation, monkeypatch):
     mutation(monkeypatch)
     with pytest.raises(AssertionError, match="calibrated law rejected"):
-        _check_gamma(_noise(0.0, 21))
+        check_gamma_noise(_noise(0.0, 21), _expected_beta())
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mutation", [_shrink_plan, _forget_radius])
+@pytest.mark.parametrize("mutation", [shrink_plan, _forget_radius])
 def test_gaussian_mutation_is_caught(mutation, monkeypatch):
     mutation(monkeypatch)
     with pytest.raises(AssertionError, match="calibrated law rejected"):
-        _check_normal(_noise(1e-5, 22), 1e-5)
+        check_normal_noise(_noise(1e-5, 22), _expected_sigma(1e-5))
 
 
 # -- estimator ----------------------------------------------------------------------------------
