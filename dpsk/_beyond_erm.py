@@ -118,7 +118,6 @@ def robust_sensitivity(n, alpha, radius):
     return 2.0 * (1.0 + radius) / (n * alpha)
 
 
-
 def tilted_sensitivity(n, alpha, tilt):
     """How far one row moves the exact minimiser of the tilted objective: ``2 q / alpha``.
 

@@ -64,6 +64,22 @@ def robust_curvature(radius, smoothing=ROBUST_SMOOTHING, row_bound=1.0):
     return 0.25 * (row_bound + radius) ** 2 + radius / smoothing
 
 
+def weighted_gram(X, c):
+    """``X^T diag(c) X`` for ``c >= 0``, accumulated over row blocks (no n x d temporary)."""
+    d = X.shape[1]
+    root = np.sqrt(c)
+    H = np.zeros((d, d))
+    for rows in gen_batches(X.shape[0], max(1, _HESSIAN_BLOCK_BYTES // (8 * d))):
+        block = X[rows]
+        if sp.issparse(block):
+            block = sp.csr_matrix(block.multiply(root[rows][:, None]))
+            H += (block.T @ block).toarray()
+        else:
+            block = block * root[rows][:, None]
+            H += block.T @ block
+    return H
+
+
 class _RobustObjective(_CertifiedObjective):
     """Value, gradient, Hessian and certificate of the robust logistic ``F``."""
 
@@ -127,17 +143,7 @@ class _RobustObjective(_CertifiedObjective):
         into those four terms; ``t = r mean|l'| / N``.
         """
         c, ru, t = self._hessian_parts(w)
-        d = w.shape[0]
-        root = np.sqrt(c)
-        H = np.zeros((d, d))
-        for rows in gen_batches(self.n, max(1, _HESSIAN_BLOCK_BYTES // (8 * d))):
-            block = self.X[rows]
-            if sp.issparse(block):
-                block = sp.csr_matrix(block.multiply(root[rows][:, None]))
-                H += (block.T @ block).toarray()
-            else:
-                block = block * root[rows][:, None]
-                H += block.T @ block
+        H = weighted_gram(self.X, c)
         b = np.asarray(self.X.T @ (c * self.y)).ravel()
         H -= np.outer(b, ru) + np.outer(ru, b)
         H += c.sum() * np.outer(ru, ru)

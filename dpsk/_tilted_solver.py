@@ -28,12 +28,11 @@ import math
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp, softmax
-from sklearn.utils import gen_batches
 
 from ._losses import LogisticLoss
+from ._robust_solver import weighted_gram
 from ._solver import (
     _BOUND_SAFETY,
-    _HESSIAN_BLOCK_BYTES,
     _U,
     SolverResult,
     _CertifiedObjective,
@@ -91,17 +90,7 @@ class _TiltedObjective(_CertifiedObjective):
 
     def hessian_at(self, w):
         c, G = self._weights(w)
-        d = w.shape[0]
-        root = np.sqrt(c)
-        H = np.zeros((d, d))
-        for rows in gen_batches(self.n, max(1, _HESSIAN_BLOCK_BYTES // (8 * d))):
-            block = self.X[rows]
-            if sp.issparse(block):
-                block = sp.csr_matrix(block.multiply(root[rows][:, None]))
-                H += (block.T @ block).toarray()
-            else:
-                block = block * root[rows][:, None]
-                H += block.T @ block
+        H = weighted_gram(self.X, c)
         H -= self.t * np.outer(G, G)
         H[np.diag_indices_from(H)] += self.lam
         return H

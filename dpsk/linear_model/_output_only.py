@@ -5,6 +5,7 @@ import numpy as np
 from .._random import noise_source
 from .._validation import binary_targets, design_matrix, unscale_coef
 from ._base import BaseDPLinearClassifier
+from ._logistic import DPLogisticRegression
 
 __all__ = []
 
@@ -48,6 +49,18 @@ class _OutputOnlyClassifier(BaseDPLinearClassifier):
         if key not in ("perturbation", "n_jobs")
     }
 
+    def __init__(self, epsilon=1.0, alpha=1e-3, fit_intercept=True, data_norm=1.0, tol=1e-10,
+                 accountant=None, random_state=None, classes=None, delta=0.0):
+        self.epsilon = epsilon
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.data_norm = data_norm
+        self.tol = tol
+        self.accountant = accountant
+        self.random_state = random_state
+        self.classes = classes
+        self.delta = delta
+
     def _release_one(self, Z, t, n_features, epsilon, delta, rng, n_problems):
         raise NotImplementedError
 
@@ -63,15 +76,6 @@ class _OutputOnlyClassifier(BaseDPLinearClassifier):
         coef, intercept = unscale_coef(W, self.data_norm, self.fit_intercept)
         return {"classes_": classes, "coef_": coef, "intercept_": intercept}
 
-    def predict_proba(self, X):
-        """Class probabilities (logistic of the score; softmax over one-vs-rest scores).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-        """
-        return self._sigmoid_proba(X)
+    # The same probabilities as DPLogisticRegression (post-processing of the scores).
+    predict_proba = DPLogisticRegression.predict_proba
+    predict_log_proba = DPLogisticRegression.predict_log_proba

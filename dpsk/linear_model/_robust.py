@@ -76,7 +76,7 @@ def robust_accuracy(model, X, y, radius):
 
 
 class DPRobustLogisticRegression(_OutputOnlyClassifier):
-    __doc__ = f"""Logistic regression trained against L2 input perturbations, with differential privacy.
+    __doc__ = f"""Logistic regression trained against L2 input perturbations, privately.
 
     Minimises the adversarial (worst-case) logistic loss: each training row is
     scored at the worst feature perturbation of L2 norm ``radius``, which for a
@@ -136,15 +136,9 @@ class DPRobustLogisticRegression(_OutputOnlyClassifier):
     def __init__(self, radius=0.1, epsilon=1.0, alpha=1e-3, fit_intercept=True, data_norm=1.0,
                  tol=1e-10, accountant=None, random_state=None, classes=None, delta=0.0):
         self.radius = radius
-        self.epsilon = epsilon
-        self.alpha = alpha
-        self.fit_intercept = fit_intercept
-        self.data_norm = data_norm
-        self.tol = tol
-        self.accountant = accountant
-        self.random_state = random_state
-        self.classes = classes
-        self.delta = delta
+        super().__init__(epsilon=epsilon, alpha=alpha, fit_intercept=fit_intercept,
+                         data_norm=data_norm, tol=tol, accountant=accountant,
+                         random_state=random_state, classes=classes, delta=delta)
 
     def _scaled_radius(self):
         """The radius in the units of ``design_matrix`` rows (public)."""

@@ -72,15 +72,9 @@ class DPTiltedLogisticRegression(_OutputOnlyClassifier):
     def __init__(self, tilt=0.1, epsilon=1.0, alpha=1e-3, fit_intercept=True, data_norm=1.0,
                  tol=1e-10, accountant=None, random_state=None, classes=None, delta=0.0):
         self.tilt = tilt
-        self.epsilon = epsilon
-        self.alpha = alpha
-        self.fit_intercept = fit_intercept
-        self.data_norm = data_norm
-        self.tol = tol
-        self.accountant = accountant
-        self.random_state = random_state
-        self.classes = classes
-        self.delta = delta
+        super().__init__(epsilon=epsilon, alpha=alpha, fit_intercept=fit_intercept,
+                         data_norm=data_norm, tol=tol, accountant=accountant,
+                         random_state=random_state, classes=classes, delta=delta)
 
     def _check_params_before_fit(self):
         super()._check_params_before_fit()
