@@ -60,6 +60,8 @@ from dpsk import (
     DPHuberSVM,
     DPKernelClassifier,
     DPLogisticRegression,
+    DPRobustLogisticRegression,
+    DPTiltedLogisticRegression,
     PrivateFitError,
 )
 from dpsk._random import NoiseSource
@@ -165,6 +167,12 @@ AUDITED = [
     Config("grid-gaussian-norefit",
            _grid(lambda c: DPLogisticRegression(classes=c, delta=1e-5), {"alpha": [0.01, 0.1]},
                  False)),
+    Config("robust-pure-binary", _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2)),
+    Config("robust-gaussian-3class",
+           _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, delta=1e-5), 3),
+    Config("tilted-pure-3class", _simple(DPTiltedLogisticRegression, alpha=0.1, tilt=1.0), 3),
+    Config("tilted-gaussian-binary",
+           _simple(DPTiltedLogisticRegression, alpha=0.1, tilt=0.5, delta=1e-5)),
 ]
 
 #: The noisy release: compared by shape and dtype only.
