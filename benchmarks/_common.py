@@ -172,6 +172,28 @@ def evaluate_cell(X, y, train, test, loss, method, alpha, epsilon, seed_seq, tol
 
 
 # ------------------------------------------------------------------ parallel + bar
+def fit_and_score(estimator, X_train, y_train, X_test, y_test):
+    """Fit ``estimator`` and return ``(test error, fit seconds, status)``.
+
+    Warnings are silenced (clipped rows); a failure is recorded in ``status``
+    (``"ok"`` otherwise) with a NaN error, so that one bad cell does not stop a
+    long run.
+    """
+    status = "ok"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        try:
+            estimator.fit(X_train, y_train)
+            fit_time = time.perf_counter() - t0
+            error = float(np.mean(estimator.predict(X_test) != y_test))
+        except Exception as exc:  # noqa: BLE001 - recorded and reported
+            fit_time = time.perf_counter() - t0
+            error = float("nan")
+            status = f"{type(exc).__name__}: {str(exc)[:160]}"
+    return error, fit_time, status
+
+
 def progress(iterable, total=None, desc=""):
     """tqdm if importable, else a plain counter printed to stderr."""
     try:

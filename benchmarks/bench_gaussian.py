@@ -42,10 +42,8 @@ import json
 import math
 import os
 import subprocess
-import sys
 import tempfile
 import time
-import warnings
 
 import numpy as np
 
@@ -133,18 +131,7 @@ def _fit_dpsk(method, la, eps, k, runs, seed):
             epsilon=eps, alpha=10.0 ** la, perturbation=method["perturbation"],
             delta=method["delta"], fit_intercept=False, classes=[0, 1],
             accountant=BudgetAccountant(), random_state=rs)
-        status = "ok"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # rows clipped at 1 + 2e-16
-            t0 = time.perf_counter()
-            try:
-                est.fit(Xtr, ytr)
-                fit_time = time.perf_counter() - t0
-                error = float(np.mean(est.predict(Xte) != yte))
-            except Exception as exc:  # noqa: BLE001 - recorded and reported
-                fit_time = time.perf_counter() - t0
-                error = float("nan")
-                status = f"{type(exc).__name__}: {str(exc)[:160]}"
+        error, fit_time, status = C.fit_and_score(est, Xtr, ytr, Xte, yte)
         out.append(dict(method=method["key"], epsilon=eps, log10_alpha=la, fold=k, run=r,
                         error=error, fit_time=fit_time, status=status))
     return out

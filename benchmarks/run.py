@@ -20,6 +20,12 @@ utility      Adult, recommended epsilon interval (public half) vs the truth (pri
              and the probe extrapolations (tangent vs inverse) against Monte Carlo truth
 prediction   Adult, DPPredictionEnsemble per-query accuracy vs DPLogisticRegression at the
              total epsilon of the same number of queries; the crossover
+tuning       Adult, DPGridSearch disjoint vs random-stopping at equal total epsilon
+multiclass   digits and a 7-class synthetic set: one-vs-rest vs multinomial
+             DPLogisticRegression (multinomial if available) at the same total
+             (epsilon, delta), every perturbation, best alpha per epsilon (oracle)
+beyond-erm   Adult, robust accuracy of DPRobustLogisticRegression vs DPLogisticRegression at
+             radii 0.05/0.1/0.2 (and tilted ERM's worst-group error, when available)
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -45,10 +51,14 @@ COMMANDS = {
     "gaussian": ("bench_gaussian", "main"),
     "utility": ("bench_utility", "main"),
     "prediction": ("bench_prediction", "main"),
+    "tuning": ("bench_tuning", "main"),
+    "multiclass": ("bench_multiclass", "main"),
+    "beyond-erm": ("bench_beyond_erm", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
-             "gaussian", "utility", "prediction")
-OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction"}
+             "gaussian", "utility", "prediction", "tuning", "multiclass", "beyond-erm")
+OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "multiclass",
+            "beyond-erm"}
 
 
 class MissingBenchmark(RuntimeError):

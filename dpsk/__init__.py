@@ -24,7 +24,13 @@ from ._pipeline_check import check_pipeline, warn_if_pipeline_leaks
 from ._solver import SolverError
 from ._validation import ClassesFromDataWarning
 from .kernel import DPKernelClassifier
-from .linear_model import DPHuberSVM, DPLogisticRegression
+from .linear_model import (
+    DPHuberSVM,
+    DPLogisticRegression,
+    DPRobustLogisticRegression,
+    DPTiltedLogisticRegression,
+    robust_accuracy,
+)
 from .model_selection import DPGridSearch
 from .prediction import DPPredictionEnsemble
 
@@ -49,6 +55,9 @@ __all__ = [
     "warn_if_pipeline_leaks",
     "DPLogisticRegression",
     "DPHuberSVM",
+    "DPRobustLogisticRegression",
+    "DPTiltedLogisticRegression",
+    "robust_accuracy",
     "DPKernelClassifier",
     "DPGridSearch",
     "DPPredictionEnsemble",

@@ -31,7 +31,7 @@ def data():
 
 def make_search(**kwargs):
     params = dict(estimator=DPLogisticRegression(), param_grid=GRID, epsilon=1.0,
-                  random_state=0)
+                  random_state=0, method="disjoint")
     params.update(kwargs)
     return DPGridSearch(**params)
 
@@ -267,7 +267,7 @@ def test_pipeline_inner_estimator(data):
     acc = BudgetAccountant()
     pipe = Pipeline([("norm", Normalizer()), ("clf", DPLogisticRegression(classes=[0, 1]))])
     search = DPGridSearch(pipe, {"clf__alpha": [1e-2, 1e-1]}, epsilon=0.5, accountant=acc,
-                          random_state=0)
+                          random_state=0, method="disjoint")
     with warnings.catch_warnings():
         # Normalizer is data-independent and the classes are declared: no warning.
         warnings.simplefilter("error")
@@ -283,7 +283,7 @@ def test_pipeline_grid_can_swap_the_private_step(data):
     X, y = data
     pipe = Pipeline([("f", FunctionTransformer()), ("clf", DPLogisticRegression())])
     grid = {"clf": [DPLogisticRegression(), DPHuberSVM()]}
-    search = DPGridSearch(pipe, grid, epsilon=1.0, random_state=0).fit(X, y)
+    search = DPGridSearch(pipe, grid, epsilon=1.0, random_state=0, method="disjoint").fit(X, y)
     assert search.best_estimator_[-1].epsilon == 1.0
 
 
@@ -440,7 +440,10 @@ def test_pipeline_grid_may_not_set_reserved_params(data):
 
 # -- scikit-learn's estimator checks --------------------------------------------------
 @parametrize_with_checks(
-    [DPGridSearch(DPLogisticRegression(), {"alpha": [1e-2, 1e-1]}, random_state=0)],
+    [DPGridSearch(DPLogisticRegression(), {"alpha": [1e-2, 1e-1]}, random_state=0,
+                  method="disjoint"),
+     DPGridSearch(DPLogisticRegression(), {"alpha": [1e-2, 1e-1]}, random_state=0,
+                  stop_probability=0.5)],
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -60,6 +60,8 @@ from dpsk import (
     DPHuberSVM,
     DPKernelClassifier,
     DPLogisticRegression,
+    DPRobustLogisticRegression,
+    DPTiltedLogisticRegression,
     PrivateFitError,
 )
 from dpsk._random import NoiseSource
@@ -79,11 +81,11 @@ class Config:
     n_classes: int = 2
 
 
-def _grid(estimator, grid, refit):
+def _grid(estimator, grid, refit, method="disjoint", **search_params):
     def make(classes, accountant, random_state=None):
         inner = estimator(classes)
         return DPGridSearch(inner, grid, epsilon=1.0, refit=refit, accountant=accountant,
-                            random_state=random_state)
+                            random_state=random_state, method=method, **search_params)
     return make
 
 
@@ -157,9 +159,20 @@ AUDITED = [
     Config("logreg-gradient-3class-ovr",
            _simple(DPLogisticRegression, alpha=0.1, perturbation="gradient", delta=1e-5,
                    multi_class="ovr"), 3),
+    Config("grid-stopping-norefit",
+           _grid(lambda c: DPLogisticRegression(classes=c), {"alpha": [0.01, 0.1]}, False,
+                 method="random-stopping", stop_probability=0.5), 3),
+    Config("grid-stopping-refit", _grid(_pipe, {"clf__alpha": [0.01, 0.1]}, True,
+                                        method="random-stopping", stop_probability=0.5)),
     Config("grid-gaussian-norefit",
            _grid(lambda c: DPLogisticRegression(classes=c, delta=1e-5), {"alpha": [0.01, 0.1]},
                  False)),
+    Config("robust-pure-binary", _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2)),
+    Config("robust-gaussian-3class",
+           _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, delta=1e-5), 3),
+    Config("tilted-pure-3class", _simple(DPTiltedLogisticRegression, alpha=0.1, tilt=1.0), 3),
+    Config("tilted-gaussian-binary",
+           _simple(DPTiltedLogisticRegression, alpha=0.1, tilt=0.5, delta=1e-5)),
 ]
 
 #: The noisy release: compared by shape and dtype only.
@@ -167,7 +180,7 @@ RELEASE = {"coef_", "intercept_"}
 #: Public randomness drawn fresh at every fit (shape and dtype only).
 FRESH_PUBLIC = {"random_weights_"}
 #: DPGridSearch's private selection (type only; the selected model is a release).
-SELECTION = {"best_index_", "best_params_", "best_estimator_"}
+SELECTION = {"best_index_", "best_params_", "best_estimator_", "best_score_"}
 
 N_FITS = 10
 N_ROWS, N_FEATURES = 60, 3

@@ -2,10 +2,19 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dpsk import DPHuberSVM, DPLogisticRegression
+from dpsk import (
+    DPHuberSVM,
+    DPLogisticRegression,
+    DPRobustLogisticRegression,
+    DPTiltedLogisticRegression,
+)
 
 ESTIMATORS = [
     DPLogisticRegression(),
+    DPRobustLogisticRegression(),
+    DPRobustLogisticRegression(delta=1e-5, fit_intercept=False),
+    DPTiltedLogisticRegression(),
+    DPTiltedLogisticRegression(tilt=2.0, delta=1e-5),
     DPLogisticRegression(perturbation="output", fit_intercept=False),
     DPHuberSVM(),
     DPLogisticRegression(delta=1e-5, perturbation="output"),

@@ -2,5 +2,8 @@
 
 from ._huber import DPHuberSVM
 from ._logistic import DPLogisticRegression
+from ._robust import DPRobustLogisticRegression, robust_accuracy
+from ._tilted import DPTiltedLogisticRegression
 
-__all__ = ["DPLogisticRegression", "DPHuberSVM"]
+__all__ = ["DPLogisticRegression", "DPHuberSVM", "DPRobustLogisticRegression", "robust_accuracy",
+           "DPTiltedLogisticRegression"]

@@ -1,4 +1,9 @@
-"""Private hyperparameter tuning: Algorithm 4 of Chaudhuri, Monteleoni and Sarwate (2011)."""
+"""Private hyperparameter tuning.
+
+Two methods: Algorithm 4 of Chaudhuri, Monteleoni and Sarwate (2011) (disjoint
+parts and the exponential mechanism) and the random stopping of Liu and Talwar
+(2019) (every candidate trained on all the training rows, private scores).
+"""
 
 import math
 import warnings
@@ -10,7 +15,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.model_selection import ParameterGrid
 from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing, get_tags, indexable
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
@@ -27,6 +32,12 @@ from .._validation import (
     values_withheld,
     warn_if_classes_undeclared,
     warn_if_column_vector,
+)
+from ._stopping import (
+    RANDOM_STOPPING_FACTOR,
+    default_stop_probability,
+    noisy_count,
+    random_stopping_plan,
 )
 
 __all__ = ["DPGridSearch"]
@@ -76,6 +87,22 @@ def _split_parts(n_samples, n_parts, rng):
     """
     permutation = rng.permutation(n_samples)
     return np.array_split(permutation, n_parts)
+
+
+def _score_split(n_samples, validation_fraction, rng):
+    """Split ``range(n_samples)`` at random into a training and a validation part.
+
+    The validation part has ``round(validation_fraction * n)`` rows, at least 1
+    and at most ``n - 1``: sizes depend on ``n`` and the fraction only, and the
+    permutation on ``rng`` alone (public randomness, never the data).
+
+    Returns
+    -------
+    train, validation : ndarray of int
+    """
+    n_val = min(max(int(round(validation_fraction * n_samples)), 1), n_samples - 1)
+    permutation = rng.permutation(n_samples)
+    return permutation[n_val:], permutation[:n_val]
 
 
 def _private_final_step(estimator, prefix=""):
@@ -164,11 +191,20 @@ def _best_has(attr):
 
 
 class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
-    """Differentially private hyperparameter search (Algorithm 4 of Chaudhuri et al. 2011).
+    """Differentially private hyperparameter search.
 
-    The rows are split at random into ``m + 1`` disjoint parts, ``m`` being the
-    number of candidates of ``param_grid``. Candidate ``i`` is trained on part
-    ``i`` alone, privately at ``epsilon``; each candidate counts its mistakes
+    ``method="disjoint"`` is Algorithm 4 of Chaudhuri et al. (2011), described
+    first; ``method="random-stopping"`` (the default) is the random stopping of
+    Liu and Talwar (2019), described after it. The default is the one that was
+    more accurate at equal total epsilon on Adult (``python -m benchmarks
+    tuning``); it trains about ``10 m`` models on all the rows, so it is slower.
+    ``epsilon`` is the cost of the search with either method, and ``refit=True``
+    adds one more ``epsilon``.
+
+    **method="disjoint".** The rows are split at random into ``m + 1`` disjoint
+    parts, ``m`` being the number of candidates of ``param_grid``. Candidate
+    ``i`` is trained on part ``i`` alone, privately at ``epsilon``; each
+    candidate counts its mistakes
     ``z_i`` on the last part, and one candidate is chosen with probability
     proportional to ``exp(-epsilon z_i / 2)`` (the exponential mechanism of
     McSherry and Talwar 2007). With ``refit=False`` (the paper's algorithm) the
@@ -197,9 +233,36 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     ``delta``, the search's cost is ``(epsilon, delta)`` per run, resp. twice that
     with ``refit=True``.)
 
+    **method="random-stopping".** Every run trains a candidate on all the
+    training rows. A public random split sets aside ``validation_fraction`` of
+    the rows for scoring. Then the search draws, from its noise source and before
+    reading any data, a secret number of runs ``K ~ Geometric(gamma)`` (``P[K =
+    k] = gamma (1 - gamma)^(k - 1)``, ``gamma = stop_probability``, by default
+    ``1 / (10 m)``) and a uniformly random candidate for each run. Run ``j``
+    trains its candidate on the training part at ``eps0 = epsilon / 3`` and
+    scores it by its number of correct predictions on the validation part plus
+    discrete Laplace noise at ``eps0`` (:func:`~dpsk.model_selection._stopping.noisy_count`).
+    The search releases the run with the highest noisy score (the earliest on
+    ties), its model and its noisy score.
+
+    Privacy guarantee: ``epsilon``-DP (``2 epsilon`` with ``refit=True``). One
+    run is ``eps0``-DP: a changed row is either in the training part (the fit
+    is ``eps0``-DP and the count a function of the model) or in the validation
+    part (the model does not change and the count moves by at most one), the
+    split being public. Theorem 3.4 of Liu and Talwar (2019, "Private selection
+    from private candidates", STOC; no cap, ``T = infinity``): the best of
+    ``K ~ Geometric(gamma)`` independent ``eps0``-DP runs is ``3 eps0``-DP, for
+    every ``gamma``. ``docs/grid_search.rst`` derives it. The guarantee needs
+    ``K`` to stay secret: it is never stored or reported, but a fit's duration
+    grows with it (an observer who times the fit learns about ``K``; nothing in
+    dpsk hides timing). Inner estimators must be pure ``epsilon``-DP (``delta =
+    0``); others are refused before anything is spent.
+
     The candidate list must not depend on the private data. Nothing that depends
     on the data without noise is exposed: no per-candidate scores, mistake
-    counts or selection probabilities (there is no ``cv_results_``).
+    counts or selection probabilities (there is no ``cv_results_``); with
+    ``method="random-stopping"``, ``best_score_`` is the chosen run's noisy
+    score, part of the private release.
 
     Parameters
     ----------
@@ -223,12 +286,14 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         ``random_state`` or ``classes`` of the private step (ValueError). Fixed in advance, not
         chosen by looking at the private data.
     epsilon : float, default=1.0
-        Privacy parameter of the search, > 0 and finite. Each candidate is trained
-        at ``epsilon`` and the selection is made at ``epsilon``.
+        Privacy cost of the search, > 0 and finite. ``"disjoint"``: each candidate
+        is trained at ``epsilon`` and the selection is made at ``epsilon``.
+        ``"random-stopping"``: every run trains and scores at ``epsilon / 3``.
     refit : bool, default=False
-        False: release the chosen candidate, trained on ``n / (m + 1)`` rows
-        (total cost ``epsilon``). True: retrain the chosen parameters on all rows
-        at ``epsilon`` (total cost ``2 * epsilon``).
+        False: release the chosen model (``"disjoint"``: trained on ``n / (m +
+        1)`` rows; ``"random-stopping"``: on the training part), total cost
+        ``epsilon``. True: retrain the chosen parameters on all rows at
+        ``epsilon`` (total cost ``2 * epsilon``).
     accountant : BudgetAccountant or None, default=None
         Ledger charged once per search; None means
         :func:`dpsk.default_accountant` at fit time. The budget is checked before
@@ -248,6 +313,17 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         learns from the data (reported by :func:`dpsk.check_pipeline`). Such a
         step's statistics are released without noise, so the search is then not
         differentially private; the default refuses before reading any data.
+    method : {"disjoint", "random-stopping"}, default="random-stopping"
+        The tuning algorithm (see above). The benchmark
+        (``python -m benchmarks grid-search``, ``benchmarks/README.md``) compares
+        them at equal total cost.
+    stop_probability : float in (0, 1] or None, default=None
+        ``gamma`` of ``"random-stopping"``: the expected number of runs is
+        ``1 / gamma``. None means ``1 / (10 m)``. The guarantee does not depend
+        on it. Ignored by ``"disjoint"``.
+    validation_fraction : float in (0, 1), default=0.1
+        Share of the rows ``"random-stopping"`` scores on (at least one row, at
+        most ``n - 1``); the runs train on the others. Ignored by ``"disjoint"``.
 
     Attributes
     ----------
@@ -266,6 +342,11 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         Class labels of ``best_estimator_``.
     n_features_in_ : int
         Number of features seen in fit.
+    best_score_ : float
+        ``"random-stopping"`` only: the chosen run's noisy validation accuracy
+        (noisy count of correct predictions divided by the validation size; it
+        can fall outside [0, 1]). Private, part of the release; an optimistic
+        estimate, being the best of several noisy scores.
     privacy_spent_ : tuple of (float, float)
         ``(epsilon, 0.0)``, or ``(2 * epsilon, 0.0)`` with ``refit=True`` and more
         than one candidate.
@@ -274,8 +355,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     -----
     * One candidate: there is nothing to select. The search warns and trains it
       on all rows at ``epsilon`` (cost ``epsilon``, whatever ``refit`` says).
-    * Size check: the search needs at least ``m + 1`` rows (a check on ``n`` and
-      ``m`` only, made before anything is spent). Parts are not checked for
+    * Size check: ``"disjoint"`` needs at least ``m + 1`` rows and
+      ``"random-stopping"`` at least 2 (checks on ``n`` and ``m`` only, made
+      before anything is spent). Parts are not checked for
       classes: the classes are declared to every candidate, so a part without
       some class still fits (its model of that class is mostly noise).
     * No stratification. A split that balances labels across parts is a function
@@ -314,10 +396,14 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         "n_jobs": [Integral, None],
         "random_state": [Interval(Integral, 0, None, closed="left"), None],
         "allow_learned_steps": ["boolean"],
+        "method": [StrOptions({"disjoint", "random-stopping"})],
+        "stop_probability": [Interval(Real, 0, 1, closed="right"), None],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
     }
 
     def __init__(self, estimator, param_grid, *, epsilon=1.0, refit=False, accountant=None,
-                 n_jobs=None, random_state=None, allow_learned_steps=False):
+                 n_jobs=None, random_state=None, allow_learned_steps=False,
+                 method="random-stopping", stop_probability=None, validation_fraction=0.1):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -326,6 +412,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.allow_learned_steps = allow_learned_steps
+        self.method = method
+        self.stop_probability = stop_probability
+        self.validation_fraction = validation_fraction
 
     # -- candidates -----------------------------------------------------------------
     def _candidate_params(self):
@@ -345,13 +434,14 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                 )
         return candidates
 
-    def _make_candidate(self, params, random_state, classes=None):
-        """A fresh inner estimator with ``params``, the search's epsilon, a throwaway
-        ledger, ``random_state`` and (when given) the declared ``classes``."""
+    def _make_candidate(self, params, random_state, classes=None, epsilon=None):
+        """A fresh inner estimator with ``params``, ``epsilon`` (default: the
+        search's), a throwaway ledger, ``random_state`` and (when given) the
+        declared ``classes``."""
         estimator = clone(self.estimator).set_params(**params)
         prefix, _ = _private_final_step(estimator)  # the grid may replace the step
         settings = {
-            prefix + "epsilon": self.epsilon,
+            prefix + "epsilon": self.epsilon if epsilon is None else epsilon,
             prefix + "accountant": BudgetAccountant(),
             prefix + "random_state": random_state,
         }
@@ -393,6 +483,13 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             raise ValueError("epsilon must be > 0, got 0.")
         candidates = self._candidate_params()
         delta = max(self._inner_cost(self._make_candidate(p, None))[1] for p in candidates)
+        if self.method == "random-stopping" and delta > 0:
+            raise ValueError(
+                "method='random-stopping' needs pure epsilon-DP inner estimators (delta=0): "
+                "its guarantee (Liu and Talwar 2019, Theorem 3.4 without a cap) holds for "
+                f"pure DP runs only; the inner estimator declares delta={delta!r}. Use "
+                "method='disjoint' or an inner estimator with delta=0."
+            )
         if self.refit and len(candidates) > 1:
             return 2.0 * epsilon, min(2.0 * delta, 1.0)
         return epsilon, delta
@@ -455,7 +552,12 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         _, final = _private_final_step(self.estimator)
         classes = resolve_classes(y, final.get_params(deep=False)["classes"])
         n, m = y.shape[0], len(candidates)
-        if m > 1 and n < m + 1:  # depends on n and m only
+        if m > 1 and self.method == "random-stopping" and n < 2:  # n only
+            raise ValueError(
+                "DPGridSearch with method='random-stopping' splits the data into a "
+                f"training and a validation part and needs at least 2 rows; got {n}."
+            )
+        if m > 1 and self.method == "disjoint" and n < m + 1:  # depends on n and m only
             raise ValueError(
                 f"DPGridSearch with {m} candidates splits the data into {m + 1} parts "
                 f"and needs at least {m + 1} rows; got {n}. Use fewer candidates."
@@ -478,6 +580,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             best.fit(X, y)
             self._check_spent(best, epsilon, delta)
             return self._fitted(best, candidates, 0)
+        if self.method == "random-stopping":
+            return self._release_random_stopping(X, y, classes, candidates, epsilon, delta)
 
         # The split is public randomness: its own generator, never the noise source.
         parts = _split_parts(y.shape[0], m + 1, public_rng(seed))
@@ -506,6 +610,47 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         else:
             best = fitted[index]
         return self._fitted(best, candidates, index)
+
+    def _release_random_stopping(self, X, y, classes, candidates, epsilon, delta):
+        """Liu and Talwar's random stopping; ``epsilon`` is the total charged."""
+        seed = self.random_state
+        m = len(candidates)
+        search_eps = epsilon / 2.0 if self.refit else epsilon
+        run_eps = search_eps / RANDOM_STOPPING_FACTOR
+        gamma = (default_stop_probability(m) if self.stop_probability is None
+                 else float(self.stop_probability))
+        noise = noise_source(seed)
+        # Secret: the number of runs and their candidates (never stored).
+        plan = random_stopping_plan(m, gamma, noise)
+        # Public: which rows train and which score (its own generator).
+        train, val = _score_split(y.shape[0], self.validation_fraction, public_rng(seed))
+        X_train, y_train = _safe_indexing(X, train), y[train]
+        X_val, y_val = _safe_indexing(X, val), y[val]
+        runs = Parallel(n_jobs=self.n_jobs, return_as="generator")(
+            delayed(_fit_and_count)(
+                self._make_candidate(candidates[i], _derived_seed(seed, 3, j), classes,
+                                     epsilon=run_eps),
+                X_train, y_train, X_val, y_val,
+            )
+            for j, i in enumerate(plan)
+        )
+        best = best_score = index = None
+        # In run order, whatever n_jobs: the noise draws and the tie rule (earliest
+        # run wins) do not depend on scheduling. Only the best run is kept.
+        for (est, mistakes), i in zip(runs, plan):
+            self._check_spent(est, run_eps, 0.0)
+            score = noisy_count(len(val) - mistakes, run_eps, noise)
+            if best is None or score > best_score:
+                best, best_score, index = est, score, int(i)
+        del runs, est, mistakes, plan  # the exact counts and K are not private
+
+        if self.refit:
+            best = self._make_candidate(candidates[index], _derived_seed(seed, 2), classes)
+            best.fit(X, y)
+            self._check_spent(best, search_eps, delta)
+        fitted = self._fitted(best, candidates, index)
+        fitted["best_score_"] = best_score / len(val)
+        return fitted
 
     @staticmethod
     def _check_spent(estimator, epsilon, delta):

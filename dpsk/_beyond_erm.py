@@ -1,0 +1,197 @@
+"""Output perturbation beyond ERM: robust and tilted logistic regression.
+
+Lowy and Razaviyayn (Sections 5.1 and 5.2) observe that output perturbation
+needs only strong convexity and a bound on how far one row moves the exact
+minimiser, not an average of losses. This module releases the minimisers of
+two such objectives with noise calibrated to sensitivities derived here (our
+own derivations; ``docs/beyond_erm.rst`` writes them out).
+
+Robust. The objective of ``dpsk._robust_solver``,
+``F(w) = (1/n) sum_i l(y_i w.z_i - r N(w)) + (alpha/2) ||w||^2``. Each term
+``f_i`` is convex and ``L``-Lipschitz with ``L = 1 + r``: its gradient is
+``l'(m_i) (y_i z_i - r u_w)`` with ``|l'| <= 1``, ``||z_i|| <= 1`` and
+``||u_w|| < 1``. For exact minimisers ``w1, w2`` of neighbouring objectives
+``F1, F2``, ``alpha``-strong convexity at each gives ``(F1 - F2)(w2) - (F1 -
+F2)(w1) >= alpha ||w2 - w1||^2``; ``F1 - F2 = (f_i - f_i') / n`` is
+``2L/n``-Lipschitz, so ``||w1 - w2|| <= 2 (1 + r) / (n alpha)``. No second
+derivative is used.
+
+Tilted. The objective of ``dpsk._tilted_solver``, ``T(w) = (alpha/2) ||w||^2
++ (1/t) log mean_i exp(t l_i(w))``, ``t > 0``: see :func:`tilted_sensitivity`.
+
+Both release ``add_on_grid(solver point, noise)`` with Algorithm 1's
+calibration at the derived sensitivity plus the solver's distance and the grid
+rounding (``dpsk._erm._noise_plan``): Gamma-norm noise for ``delta = 0``, the
+analytic Gaussian mechanism (Balle and Wang 2018) for ``delta > 0``.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit
+
+from ._erm import _draw, _noise_plan
+from ._mechanisms import add_on_grid
+from ._robust_solver import minimize_robust_logistic, robust_curvature
+from ._silence import silenced
+from ._tilted_solver import minimize_tilted_logistic
+
+__all__ = ["private_robust_erm", "robust_sensitivity", "RobustLogisticConstants",
+           "private_tilted_erm", "tilted_sensitivity", "TiltedLogisticConstants"]
+
+
+@dataclass(frozen=True)
+class RobustLogisticConstants:
+    """The constants of the robust logistic loss at radius ``r`` on rows of norm <= 1.
+
+    ``lipschitz = 1 + r`` bounds one row's gradient (module docstring) and
+    ``curvature`` its gradient's Lipschitz constant
+    (``dpsk._robust_solver.robust_curvature``). Shaped like a ``dpsk._losses``
+    object so that ``dpsk._erm._noise_plan`` calibrates it.
+    """
+
+    radius: float
+    n_outputs: int = 1
+
+    @property
+    def lipschitz(self):
+        return 1.0 + self.radius
+
+    @property
+    def curvature(self):
+        return robust_curvature(self.radius)
+
+
+def private_robust_erm(Z, y, radius, n_perturbed, epsilon, alpha, rng, tol=1e-10, delta=0.0,
+                       n_problems=1):
+    """Release one robust logistic model; the ``n_problems`` releases are ``(epsilon, delta)``-DP.
+
+    Guarantee: releasing the ``n_problems`` one-vs-rest models about the same
+    rows is ``(epsilon, delta)``-differentially private with respect to
+    replacing one row of ``(Z, y)``, provided every row of ``Z`` has L2 norm
+    <= 1, ``y`` is in {-1, +1} and ``n`` is public. ``delta = 0``: Gamma-norm
+    noise at ``epsilon / n_problems`` each (sequential composition); ``delta >
+    0``: one joint Gaussian mechanism of sensitivity ``sqrt(n_problems)
+    Delta`` (as ``dpsk._erm.private_erm``). ``Delta = 2 (1 + r) / (n alpha) +
+    2 tol / alpha + 2 rounding`` (module docstring).
+
+    Parameters
+    ----------
+    Z : ndarray or CSR matrix of shape (n, d), rows of norm <= 1
+    y : ndarray of shape (n,), labels in {-1, +1}
+    radius : float
+        ``r >= 0``, the perturbation radius in the units of ``Z``.
+    n_perturbed : int
+        Leading coordinates the perturbation acts on (``d - 1`` with an
+        intercept column last).
+    epsilon, alpha, rng, tol, delta, n_problems
+        As in :func:`dpsk._erm.private_erm`.
+
+    Returns
+    -------
+    w : ndarray of shape (d,)
+        Nothing else leaves: solver diagnostics stay private.
+    """
+    def solve(solver_tol):
+        return minimize_robust_logistic(Z, y, alpha, radius, n_perturbed, tol=solver_tol).w
+
+    return _output_release(RobustLogisticConstants(float(radius)), Z.shape, solve, epsilon,
+                           alpha, rng, tol, delta, n_problems)
+
+
+def _output_release(constants, shape, solve, epsilon, alpha, rng, tol, delta, n_problems):
+    """Calibrate from public quantities, solve, add the noise on the release grid.
+
+    ``constants.lipschitz`` is the sensitivity times ``n alpha / 2``; the plan
+    adds the solver's distance and the rounding (``dpsk._erm._noise_plan``).
+    Warnings are dropped: only the release leaves.
+    """
+    with silenced():
+        n, d = shape
+        plan = _noise_plan(constants, n, d, epsilon, delta, alpha, "output", tol, n_problems)
+        return add_on_grid(solve(plan.tol), _draw(plan, d, rng), plan.grid)
+
+
+def robust_sensitivity(n, alpha, radius):
+    """``2 (1 + r) / (n alpha)``: how far the exact robust minimiser moves (module docstring)."""
+    return 2.0 * (1.0 + radius) / (n * alpha)
+
+
+def tilted_sensitivity(n, alpha, tilt):
+    """How far one row moves the exact minimiser of the tilted objective: ``2 q / alpha``.
+
+    Derivation (``t > 0``, rows of norm <= 1, logistic loss ``l >= 0`` with
+    ``|l'| <= 1``; ``docs/beyond_erm.rst`` has it at length):
+
+    1. For exact minimisers ``w1, w2`` of neighbouring objectives ``T1, T2``,
+       strong convexity and ``grad T1(w1) = grad T2(w2) = 0`` give ``alpha
+       ||w1 - w2||^2 <= <grad T2(w2) - grad T1(w2), w1 - w2>``, so ``||w1 -
+       w2|| <= ||G2(w2) - G1(w2)|| / alpha`` with ``G = sum_j p_j g_j`` the
+       loss part of the gradient (``p`` the tilted weights, ``||g_j|| <= 1``).
+    2. Only row ``i`` differs. With ``a = p_i`` (first data set) and ``b =
+       p'_i`` (second) at the same point, the shared rows' weights are ``e_j /
+       (S + e_i)`` and ``e_j / (S + e'_i)`` and sum to ``1 - a`` and ``1 - b``,
+       so ``||G2 - G1|| <= |a - b| + a + b = 2 max(a, b)``.
+    3. A bound on one weight at a minimiser: ``T(w*) <= T(0) = log 2`` and the
+       log-mean-exp term is ``>= 0`` (``l >= 0``), so ``(alpha/2) ||w*||^2 <=
+       log 2``; also ``alpha ||w*|| = ||G(w*)|| <= 1``. With ``B = min(1 /
+       alpha, sqrt(2 log 2 / alpha))``, every row's loss at ``w*`` (of either
+       data set) is ``l <= L = log(1 + e^B)``, and the other ``n - 1`` rows
+       have ``e^{t l_j} >= 1``: ``p_i <= q = e^{tL} / (e^{tL} + n - 1)``.
+
+    Hence ``Delta = 2 q / alpha``. As ``t -> 0``, ``q -> 1/n`` and ``Delta`` is
+    ERM's ``2 / (n alpha)``; for fixed ``t`` it falls like ``e^{tL} / n`` only
+    once ``n >> e^{tL}``, and below that it stays near ``2 / alpha``: one row
+    can carry almost all the weight.
+    """
+    n, alpha, tilt = int(n), float(alpha), float(tilt)
+    if not (n >= 1 and alpha > 0 and math.isfinite(tilt) and tilt > 0):
+        raise ValueError("tilted_sensitivity needs n >= 1, alpha > 0 and a finite tilt > 0.")
+    if n == 1:
+        return 2.0 / alpha
+    bound = min(1.0 / alpha, math.sqrt(2.0 * math.log(2.0) / alpha))
+    loss_max = float(np.logaddexp(0.0, bound))
+    return 2.0 * float(expit(tilt * loss_max - math.log(n - 1))) / alpha
+
+
+@dataclass(frozen=True)
+class TiltedLogisticConstants:
+    """Constants of the tilted logistic objective, shaped for ``dpsk._erm._noise_plan``.
+
+    ``lipschitz`` is the sensitivity expressed in Algorithm 1's units, ``n
+    alpha Delta / 2`` (so the plan's ``2 lipschitz / (n alpha)`` is
+    :func:`tilted_sensitivity`); ``curvature = 1/4 + t`` (``dpsk._tilted_solver``).
+    """
+
+    tilt: float
+    n: int
+    alpha: float
+    n_outputs: int = 1
+
+    @property
+    def lipschitz(self):
+        return 0.5 * self.n * self.alpha * tilted_sensitivity(self.n, self.alpha, self.tilt)
+
+    @property
+    def curvature(self):
+        return 0.25 + self.tilt
+
+
+def private_tilted_erm(Z, y, tilt, epsilon, alpha, rng, tol=1e-10, delta=0.0, n_problems=1):
+    """Release one tilted logistic model; the ``n_problems`` releases are ``(epsilon, delta)``-DP.
+
+    Guarantee: as :func:`private_robust_erm`, with ``Delta =``
+    :func:`tilted_sensitivity` ``(n, alpha, tilt) + 2 tol / alpha + 2
+    rounding``. Conditions: rows of ``Z`` of norm <= 1, ``y`` in {-1, +1},
+    ``tilt > 0``, ``n`` public.
+
+    Returns
+    -------
+    w : ndarray of shape (d,)
+    """
+    def solve(solver_tol):
+        return minimize_tilted_logistic(Z, y, alpha, tilt, tol=solver_tol).w
+
+    constants = TiltedLogisticConstants(float(tilt), Z.shape[0], float(alpha))
+    return _output_release(constants, Z.shape, solve, epsilon, alpha, rng, tol, delta, n_problems)

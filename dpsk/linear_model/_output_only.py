@@ -1,0 +1,81 @@
+"""Shared shell of the linear classifiers released by output perturbation only."""
+
+import numpy as np
+
+from .._random import noise_source
+from .._validation import binary_targets, design_matrix, unscale_coef
+from ._base import BaseDPLinearClassifier
+from ._logistic import DPLogisticRegression
+
+__all__ = []
+
+#: Parameters every output-only model shares (numpydoc, indented for a class docstring).
+_OUTPUT_ONLY_PARAMS_DOC = """    epsilon : float, default=1.0
+        Privacy parameter of one fit, > 0. With more than two classes and
+        ``delta = 0`` each one-vs-rest model gets ``epsilon / n_classes``.
+    alpha : float, default=1e-3
+        L2 regularisation ``(alpha/2) ||w||^2`` on the rescaled weights.
+    fit_intercept : bool, default=True
+    data_norm : float, default=1.0
+        Declared bound on a row's L2 norm; longer rows are scaled down.
+    tol : float, default=1e-10
+        Gradient norm the solver certifies; the noise covers ``tol / alpha``.
+    accountant : BudgetAccountant or None, default=None
+    random_state : int or None, default=None
+        None reads fresh noise from the OS; an int is for tests and docs only.
+    classes : array-like or None, default=None
+        Declared labels (see ``DPLogisticRegression``).
+    delta : float, default=0.0
+        In [0, 1); ``> 0`` switches to Gaussian noise."""
+
+
+class _OutputOnlyClassifier(BaseDPLinearClassifier):
+    """A private linear classifier whose objective is not plain ERM (robust, tilted).
+
+    Output perturbation is the only mechanism: objective perturbation's
+    change-of-variables slack and noisy gradient descent's step sensitivity
+    would need their own derivations for these objectives. One binary problem
+    per class pair as in ``fit_private_problems`` (one-vs-rest beyond two
+    classes, each from its own spawned noise source); the subclass releases one
+    problem in :meth:`_release_one`.
+    """
+
+    #: Read by ``BaseDPLinearClassifier._privacy_event`` (pure: Gamma-norm;
+    #: delta > 0: one Gaussian mechanism).
+    perturbation = "output"
+
+    _parameter_constraints = {
+        key: value for key, value in BaseDPLinearClassifier._parameter_constraints.items()
+        if key not in ("perturbation", "n_jobs")
+    }
+
+    def __init__(self, epsilon=1.0, alpha=1e-3, fit_intercept=True, data_norm=1.0, tol=1e-10,
+                 accountant=None, random_state=None, classes=None, delta=0.0):
+        self.epsilon = epsilon
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.data_norm = data_norm
+        self.tol = tol
+        self.accountant = accountant
+        self.random_state = random_state
+        self.classes = classes
+        self.delta = delta
+
+    def _release_one(self, Z, t, n_features, epsilon, delta, rng, n_problems):
+        raise NotImplementedError
+
+    def _release(self, data, *, epsilon, delta):
+        X, y, classes = data
+        Z = design_matrix(X, self.data_norm, self.fit_intercept)
+        targets = binary_targets(y, classes)
+        children = noise_source(self.random_state).spawn(len(targets))
+        W = np.vstack([
+            self._release_one(Z, t, X.shape[1], epsilon, delta, child, len(targets))
+            for t, child in zip(targets, children)
+        ])
+        coef, intercept = unscale_coef(W, self.data_norm, self.fit_intercept)
+        return {"classes_": classes, "coef_": coef, "intercept_": intercept}
+
+    # The same probabilities as DPLogisticRegression (post-processing of the scores).
+    predict_proba = DPLogisticRegression.predict_proba
+    predict_log_proba = DPLogisticRegression.predict_log_proba
