@@ -39,25 +39,37 @@ QUICK_SIZES = (10_000, 30_000, 100_000, 200_000)
 D = 120
 
 
-def make_synthetic(n, d=D, seed=0, chunk=10_000):
-    """Rows in the unit ball and labels from a noisy linear rule (see module doc)."""
+def make_synthetic(n, d=D, seed=0, chunk=10_000, dtype="float64"):
+    """Rows in the unit ball and labels from a noisy linear rule (see module doc).
+
+    Rows are generated ``chunk`` at a time (:func:`synthetic_chunk`) straight
+    into one array of ``dtype``: no n x d temporary.
+    """
     import numpy as np
 
-    rng = np.random.default_rng(seed)
-    w_star = rng.standard_normal(d)
-    w_star /= np.linalg.norm(w_star)
-    X = np.empty((n, d))
+    X = np.empty((n, d), dtype=dtype)
     y = np.empty(n, dtype=np.int64)
-    for start in range(0, n, chunk):
+    for index, start in enumerate(range(0, n, chunk)):
         stop = min(n, start + chunk)
-        block = X[start:stop]
-        block[...] = rng.standard_normal((stop - start, d))
-        block /= math.sqrt(d)
-        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
-        block /= np.maximum(norms, 1.0)[:, None]
-        score = block @ w_star + 0.5 / math.sqrt(d) * rng.standard_normal(stop - start)
-        y[start:stop] = score > 0
+        X[start:stop], y[start:stop] = synthetic_chunk(seed, index, stop - start, d, dtype)
     return X, y
+
+
+def synthetic_chunk(seed, index, rows, d=D, dtype="float64"):
+    """Chunk ``index`` of the synthetic data: its own generator, so any process can make it.
+
+    The same ``(seed, index, rows)`` gives the same rows in memory and on a Dask
+    worker, so every mode of the benchmark fits the same data.
+    """
+    import numpy as np
+
+    w_star = np.random.default_rng(seed).standard_normal(d)
+    w_star /= np.linalg.norm(w_star)
+    rng = np.random.default_rng([seed, index])
+    block = rng.standard_normal((rows, d)) / math.sqrt(d)
+    block /= np.maximum(np.sqrt(np.einsum("ij,ij->i", block, block)), 1.0)[:, None]
+    score = block @ w_star + 0.5 / math.sqrt(d) * rng.standard_normal(rows)
+    return block.astype(dtype, copy=False), (score > 0).astype(np.int64)
 
 
 def _maxrss_mb():
@@ -106,6 +118,183 @@ def worker(n, d, seed, repeats, perturbation, tracemalloc_run):
                           tracemalloc_peak_mb=tm_peak, train_error=train_error)))
 
 
+#: Rows per chunk of the float32 data of ``--modes`` (and per Dask block).
+MODE_CHUNK = 100_000
+#: Working memory (MiB) of the ``chunked`` mode: the design matrix is never stored.
+CHUNKED_WORKING_MEMORY = 64
+#: Largest n at which scikit-learn's LogisticRegression is timed for the ratio.
+SKLEARN_MAX_N = 2_000_000
+
+
+def _load_note(loads, info):
+    """One line saying whether the machine was loaded while the points were taken."""
+    if max(loads) > 0.5 * (info["nproc"] or 1):
+        return (f"MEASURED ON A LOADED MACHINE (1-min load up to {max(loads):.1f} on "
+                f"{info['nproc']} cores): timings are noisy; memory is not affected")
+    return f"machine quiet (max 1-min load {max(loads):.1f})"
+
+
+def _dask_data(client, n, d, seed):
+    """Float32 X and y as Dask arrays made chunk by chunk on the workers and kept there."""
+    import dask.array as da
+    import numpy as np
+    from dask import delayed
+    from distributed import wait
+
+    xs, ys = [], []
+    for index, start in enumerate(range(0, n, MODE_CHUNK)):
+        rows = min(MODE_CHUNK, n - start)
+        chunk = delayed(synthetic_chunk, pure=True, nout=2)(seed, index, rows, d, "float32")
+        xs.append(da.from_delayed(chunk[0], shape=(rows, d), dtype=np.float32))
+        ys.append(da.from_delayed(chunk[1], shape=(rows,), dtype=np.int64))
+    X, y = client.persist([da.concatenate(xs), da.concatenate(ys)])
+    wait([X, y])
+    return X, y
+
+
+def _reset_peak_rss():
+    """Reset this process's peak RSS (Linux ``clear_refs``), so the fit's own peak is read."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_rss_mb():
+    """Peak RSS since the last :func:`_reset_peak_rss` (VmHWM), else since start."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return _maxrss_mb()
+
+
+def _current_rss_mb():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def worker_mode(n, d, seed, mode, perturbation, alpha):
+    """One (n, mode) point in a fresh process: generate float32 data, fit once, measure."""
+    import warnings
+
+    from sklearn import config_context
+
+    from dpsk import BudgetAccountant, DPLogisticRegression
+
+    client = cluster = None
+    if mode == "dask":
+        from distributed import Client, LocalCluster
+
+        cluster = LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
+                               dashboard_address=None, memory_limit=0)
+        client = Client(cluster)
+        X, y = _dask_data(client, n, d, seed)
+    else:
+        X, y = make_synthetic(n, d, seed, chunk=MODE_CHUNK, dtype="float32")
+    if client is not None:
+        client.run(_reset_peak_rss)
+    rss_before = _current_rss_mb()
+    _reset_peak_rss()
+    model = DPLogisticRegression(epsilon=1.0, alpha=alpha, perturbation=perturbation,
+                                 delta=1e-6 if perturbation == "gradient" else 0.0,
+                                 accountant=BudgetAccountant(), random_state=None,
+                                 classes=[0, 1])
+    # "memory": the design matrix is stored whatever its size.
+    memory = CHUNKED_WORKING_MEMORY if mode == "chunked" else 2**20
+    with warnings.catch_warnings(), config_context(working_memory=memory):
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        model.fit(X, y)
+        fit_s = time.perf_counter() - t0
+    row = dict(n=n, d=d, mode=mode, perturbation=perturbation, dtype="float32", fit_s=fit_s,
+               data_mb=n * d * 4 / 1024**2, rss_before_fit_mb=rss_before,
+               peak_rss_mb=_peak_rss_mb(), fit_extra_rss_mb=_peak_rss_mb() - rss_before)
+    if client is not None:
+        row["worker_peak_rss_mb"] = max(client.run(_peak_rss_mb).values())
+        client.close()
+        cluster.close()
+    elif n <= SKLEARN_MAX_N:
+        from sklearn.linear_model import LogisticRegression
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.perf_counter()
+            LogisticRegression(C=1.0 / (n * alpha)).fit(X, y)
+            row["sklearn_s"] = time.perf_counter() - t0
+        row["ratio_to_sklearn"] = fit_s / row["sklearn_s"]
+    print(json.dumps(row))
+
+
+def run_modes(args):
+    """``--modes``: the float32 table, in-memory vs chunked vs Dask, one process per point."""
+    cmd = "python -m benchmarks scaling " + " ".join(args.argv)
+    sizes = args.sizes or ((10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000))
+    info = C.machine_info()
+    C.header(f"scaling modes: DPLogisticRegression ({args.perturbation}) on float32 synthetic "
+             f"data, d={args.d}, modes {', '.join(args.modes)}, one fit per point", info)
+    env = dict(os.environ)
+    if args.threads != "default":
+        env.update(OMP_NUM_THREADS=args.threads, OPENBLAS_NUM_THREADS=args.threads,
+                   MKL_NUM_THREADS=args.threads)
+    else:
+        for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env.pop(key, None)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(C.REPO_ROOT), env.get("PYTHONPATH")]))
+    rows, loads, started = [], [info["loadavg_1m"]], time.time()
+    for n in sizes:
+        for mode in args.modes:
+            if time.time() - started > args.budget_s:
+                print(f"  n={n:,d} {mode}: skipped, time budget of {args.budget_s}s used up")
+                continue
+            wcmd = [sys.executable, "-m", "benchmarks.bench_scaling", "--worker-mode", mode,
+                    "--sizes", str(n), "--d", str(args.d), "--seed", str(args.seed),
+                    "--perturbation", args.perturbation, "--alpha", str(args.alpha)]
+            t0 = time.time()
+            res = subprocess.run(wcmd, capture_output=True, text=True, env=env, cwd=C.REPO_ROOT)
+            if res.returncode != 0:
+                print(res.stderr[-2000:], file=sys.stderr)
+                print(f"  n={n:,d} {mode}: worker failed (exit {res.returncode})")
+                continue
+            row = json.loads(res.stdout.strip().splitlines()[-1])
+            row["us_per_row"] = row["fit_s"] / n * 1e6
+            rows.append(row)
+            loads.append(C.machine_info()["loadavg_1m"])
+            print(f"  n={n:>10,d} {mode:8s}: fit {row['fit_s']:.2f}s, peak RSS "
+                  f"{row['peak_rss_mb']:.0f} MB (fit extra {row['fit_extra_rss_mb']:.0f} MB), "
+                  f"data {row['data_mb']:.0f} MB"
+                  + (f", worker peak {row['worker_peak_rss_mb']:.0f} MB"
+                     if "worker_peak_rss_mb" in row else "")
+                  + (f", x{row['ratio_to_sklearn']:.2f} sklearn" if "ratio_to_sklearn" in row
+                     else "") + f" [{time.time() - t0:.0f}s]", flush=True)
+    cols = ["n", "mode", "fit_s", "us_per_row", "data_mb", "rss_before_fit_mb", "peak_rss_mb",
+            "fit_extra_rss_mb", "worker_peak_rss_mb", "sklearn_s", "ratio_to_sklearn"]
+    print()
+    print(C.format_table([{c: r.get(c, float("nan")) for c in cols} for r in rows], cols,
+                         floatfmt="{:.2f}"))
+    note = _load_note(loads, info)
+    print(note)
+    comments = [f"command: {cmd}", f"machine: {C.machine_line(info)}",
+                f"DPLogisticRegression(epsilon=1, alpha={args.alpha}, "
+                f"perturbation={args.perturbation}, fit_intercept=True), float32 X, "
+                f"BLAS threads {args.threads} (dpsk's fit: 1), chunked = working_memory "
+                f"{CHUNKED_WORKING_MEMORY} MiB, dask = LocalCluster(2 processes x 1 thread), "
+                f"data persisted on the workers; sklearn = LogisticRegression(C=1/(n alpha))",
+                "peak_rss_mb: the process's peak RSS during the fit (VmHWM reset before it); "
+                "fit_extra_rss_mb = peak_rss_mb - RSS before the fit; worker_peak_rss_mb: the "
+                "largest Dask worker's peak during the fit (holds its share of X)", note]
+    print(f"wrote {C.write_csv(f'scaling_modes_{args.perturbation}', rows, cols, comments)}")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks scaling", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -114,14 +303,31 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="+", default=None)
     parser.add_argument("--d", type=int, default=D)
     parser.add_argument("--repeats", type=int, default=None, help="default 3 (1 with --quick)")
-    parser.add_argument("--perturbation", choices=("objective", "output"), default="objective")
+    parser.add_argument("--perturbation", choices=("objective", "output", "gradient"),
+                        default="objective")
     parser.add_argument("--no-tracemalloc", action="store_true",
                         help="skip the extra fit under tracemalloc")
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument("--modes", nargs="+", choices=("memory", "chunked", "dask"),
+                        default=None, help="float32 data; in-memory vs chunked design vs Dask "
+                        "LocalCluster (Dask: perturbation=gradient only)")
+    parser.add_argument("--alpha", type=float, default=1e-2, help="--modes only")
+    parser.add_argument("--threads", default="default", help="--modes only: BLAS threads of "
+                        "the processes ('default' or an int); dpsk's fit always uses 1")
+    parser.add_argument("--budget-s", type=float, default=600,
+                        help="--modes only: start no new point after this many seconds")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--worker-mode", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    args.argv = list(argv or [])
     C.set_quick(args.quick)  # --quick writes to results/quick/, never over committed results
     repeats = args.repeats or (1 if args.quick else 3)
+    if args.worker_mode:
+        worker_mode(args.sizes[0], args.d, args.seed, args.worker_mode, args.perturbation,
+                    args.alpha)
+        return 0
+    if args.modes:
+        return run_modes(args)
     if args.worker:
         worker(args.sizes[0], args.d, args.seed, repeats, args.perturbation,
                not args.no_tracemalloc)
@@ -176,10 +382,7 @@ def main(argv=None):
               f"of fit extra RSS vs n (n >= 1e5): {slope_m:.2f}; "
               f"fit extra RSS / data size: "
               + ", ".join(f"{r['fit_extra_over_data']:.2f}" for r in rows))
-    loaded = max(loads) > 0.5 * (info["nproc"] or 1)
-    note = (f"MEASURED ON A LOADED MACHINE (1-min load up to {max(loads):.1f} on "
-            f"{info['nproc']} cores): timings are noisy; memory is not affected"
-            if loaded else f"machine quiet (max 1-min load {max(loads):.1f})")
+    note = _load_note(loads, info)
     print(note)
     comments = [f"command: {cmd}", f"machine: {C.machine_line(info)}",
                 f"DPLogisticRegression(epsilon=1, alpha=1e-3, perturbation={args.perturbation}, "

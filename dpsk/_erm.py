@@ -32,6 +32,7 @@ from ._mechanisms import (
 from ._gradient import noisy_gradient_descent
 from ._multinomial_solver import minimize_multinomial_loss, multinomial_tolerance_floor
 from ._silence import silenced
+from ._threads import single_threaded_blas
 from ._solver import minimize_regularized_loss, tolerance_floor
 
 __all__ = ["private_erm", "SOLVER_EPSILON_SHARE"]
@@ -131,7 +132,9 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
         data without noise. Warnings raised inside are dropped for that reason
         (this also covers one-vs-rest problems solved in joblib workers).
     """
-    with silenced():
+    # One BLAS thread: the solvers' many small BLAS calls oversubscribe a busy
+    # machine otherwise (dpsk._threads).
+    with silenced(), single_threaded_blas():
         return _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta,
                             n_problems)
 
@@ -265,7 +268,8 @@ def _reusing_solutions(store):
 def _output_minimizer(loss, Z, y, alpha, tol):
     """Output perturbation's solve, shared through ``_reusing_solutions`` when active."""
     store = _REUSED_SOLUTIONS.get()
-    if store is None:
+    if store is None or not (sp.issparse(Z) or isinstance(Z, np.ndarray)):
+        # A chunked design (dpsk._design) is not hashed: its rows are not stored.
         return _minimize(loss, Z, y, alpha, tol)
     key = _problem_key(loss, Z, y, alpha, tol)
     if key not in store:

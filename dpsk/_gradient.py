@@ -33,6 +33,7 @@ from ._mechanisms import (
     release_grid,
     rounding_radius,
 )
+from ._dask import is_dask_array
 from ._silence import silenced
 
 __all__ = ["NoisyGDSchedule", "noisy_gd_schedule", "noisy_gradient_descent", "MAX_STEPS"]
@@ -271,16 +272,24 @@ def noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng, *, n_problems
         return _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems)
 
 
+def _mean_gradient(loss, Z, y, w):
+    """The average loss gradient; chunked and Dask designs sum their own blocks."""
+    if hasattr(Z, "mean_gradient"):
+        return Z.mean_gradient(loss, y, w)
+    return loss.mean_gradient(Z, y, w)
+
+
 def _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems, record=None):
     """The loop; ``record``, a list in tests only, receives ``(w_t, g_t)`` pairs."""
     n, d = Z.shape
     shape = (d,) if loss.n_outputs == 1 else (loss.n_outputs, d)
     size = math.prod(shape)
     schedule = noisy_gd_schedule(n, size, alpha, loss, epsilon, delta, n_problems=n_problems)
-    y = np.asarray(y, dtype=float) if loss.n_outputs == 1 else np.asarray(y, dtype=np.intp)
+    if not is_dask_array(y):  # a Dask y stays on the cluster (dpsk._dask)
+        y = np.asarray(y, dtype=float) if loss.n_outputs == 1 else np.asarray(y, dtype=np.intp)
     w = np.zeros(shape)
     for _ in range(schedule.n_steps):
-        released = add_on_grid(loss.mean_gradient(Z, y, w).ravel(),
+        released = add_on_grid(_mean_gradient(loss, Z, y, w).ravel(),
                                gaussian_noise(size, schedule.sigma, rng),
                                schedule.grid).reshape(shape)
         if record is not None:

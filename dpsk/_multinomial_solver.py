@@ -42,8 +42,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import gen_batches
 
+from ._design import DesignRows
 from ._solver import (
-    _HESSIAN_BLOCK_BYTES,
     _U,
     SolverError,
     SolverResult,
@@ -158,7 +158,7 @@ class _MultinomialObjective(_CertifiedObjective):
         P = _softmax_parts(self.scores(w))[2]
         K, d = self.K, self.d
         H = np.zeros((K * d, K * d))
-        for rows in gen_batches(self.n, max(1, _HESSIAN_BLOCK_BYTES // (8 * K * d))):
+        for rows in gen_batches(self.n, self._block_rows(K * d)):
             block, Pb = self.X[rows], P[rows]
             if sp.issparse(block):
                 parts = [sp.csr_matrix(block.multiply(Pb[:, [k]])) for k in range(K)]
@@ -376,7 +376,7 @@ def minimize_multinomial_loss(X, y, n_classes, lam, linear=None, tol=1e-10, max_
     K = _check_n_classes(n_classes)
     if sp.issparse(X) and X.format != "csr":
         X = sp.csr_matrix(X)  # row slices below need CSR
-    if not sp.issparse(X):
+    if not (sp.issparse(X) or isinstance(X, DesignRows)):
         X = np.asarray(X, dtype=float)
     labels = _check_labels(y, K)
     lam, tol = float(lam), float(tol)

@@ -213,7 +213,7 @@ class _CertifiedObjective:
         if self._row_norms is None:
             X, d = self.X, self.X.shape[1]
             sq = np.empty(self.n)
-            for rows in gen_batches(self.n, max(1, _HESSIAN_BLOCK_BYTES // (8 * d))):
+            for rows in gen_batches(self.n, self._block_rows(d)):
                 block = X[rows]
                 if sp.issparse(block):
                     sq[rows] = np.asarray(block.multiply(block).sum(axis=1)).ravel()
@@ -221,6 +221,15 @@ class _CertifiedObjective:
                     sq[rows] = np.einsum("ij,ij->i", block, block)
             self._row_norms = np.sqrt(sq) * (1.0 + 4.0 * _gamma(d + 2))
         return self._row_norms
+
+    def _block_rows(self, width):
+        """Rows per block of a ``width``-column float64 temporary.
+
+        At most ``_HESSIAN_BLOCK_BYTES``, and at most the block of a chunked
+        design (``dpsk._design.DesignRows.block``), whose blocks are built on demand.
+        """
+        rows = max(1, _HESSIAN_BLOCK_BYTES // (8 * width))
+        return min(rows, getattr(self.X, "block", rows))
 
     def max_row_terms(self):
         """Most terms in one row's dot product: ``d``, or the densest CSR row."""
@@ -357,7 +366,7 @@ class _Objective(_CertifiedObjective):
         root = np.sqrt(self.loss.second_derivative(self.margins(w)) / self.n)
         d = self.X.shape[1]
         H = np.zeros((d, d))
-        for rows in gen_batches(self.n, max(1, _HESSIAN_BLOCK_BYTES // (8 * d))):
+        for rows in gen_batches(self.n, self._block_rows(d)):
             block = self.X[rows]
             if sp.issparse(block):
                 block = sp.csr_matrix(block.multiply(root[rows][:, None]))

@@ -120,20 +120,38 @@ def design_matrix(X, data_norm, fit_intercept):
     -------
     Z : ndarray or sparse CSR matrix of shape (n, d + fit_intercept)
     """
-    X = clip_rows(X, data_norm)
     scale = (INTERCEPT_SCALE if fit_intercept else 1.0) / data_norm
     if sp.issparse(X):
+        X = clip_rows(X.astype(np.float64, copy=False), data_norm)
         Z = X * scale
         if fit_intercept:
             ones = np.full((X.shape[0], 1), INTERCEPT_SCALE)
             Z = sp.hstack([Z, sp.csr_matrix(ones)], format="csr")
         return sp.csr_matrix(Z)
-    if not fit_intercept:
-        # X may be the caller's array (clip_rows copies only when it clips).
-        return X if scale == 1.0 else X * scale
-    Z = np.empty((X.shape[0], X.shape[1] + 1))
-    np.multiply(X, scale, out=Z[:, :-1])
-    Z[:, -1] = INTERCEPT_SCALE
+    return _dense_design(X, data_norm, fit_intercept, scale)
+
+
+def _dense_design(X, data_norm, fit_intercept, scale):
+    """Fill a float64 design matrix block by block (``dpsk._design.design_block``).
+
+    No temporary of the size of ``X``: a float32 ``X`` is converted one block
+    at a time, straight into the result. A float64 ``X`` that needs no change
+    (no intercept, ``data_norm = 1``, no row clipped) is returned as it is.
+    """
+    from sklearn.utils import gen_batches
+
+    from ._design import block_rows, clip_factors, design_block
+
+    n, d = X.shape
+    step = block_rows(d + 1)
+    factors = np.empty(n)
+    for rows in gen_batches(n, step):
+        factors[rows] = clip_factors(X[rows], data_norm)
+    if X.dtype == np.float64 and scale == 1.0 and not fit_intercept and np.all(factors == 1.0):
+        return X  # callers never write into Z
+    Z = np.empty((n, d + int(fit_intercept)))
+    for rows in gen_batches(n, step):
+        design_block(X[rows], data_norm, fit_intercept, out=Z[rows], factors=factors[rows])
     return Z
 
 

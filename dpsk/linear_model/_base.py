@@ -13,13 +13,14 @@ from .._accounting import BudgetAccountant
 from .._events import ApproxDPEvent, GaussianEvent, PureDPEvent
 from .._mechanisms import analytic_gaussian_sigma
 from .._mixin import PrivacyAccountingMixin
+from .._dask import DaskDesignRows, class_indices, is_dask_array, validate_dask_input
+from .._design import design_rows
 from .._erm import private_erm
 from .._random import noise_source, validate_random_state
 from .._validation import (
     binary_targets,
     check_not_datetime,
     clip_rows,
-    design_matrix,
     refuse_fit_params,
     resolve_classes,
     unscale_coef,
@@ -74,7 +75,8 @@ def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng,
     if loss.n_outputs > 1:
         if loss.n_outputs != len(classes):
             raise ValueError("The multinomial loss must have one output per class.")
-        W = private_erm(Z, np.searchsorted(classes, y), loss, epsilon, alpha, perturbation,
+        indices = class_indices(classes, y) if is_dask_array(y) else np.searchsorted(classes, y)
+        W = private_erm(Z, indices, loss, epsilon, alpha, perturbation,
                         rng, tol=tol, delta=delta)
         return W[1:] - W[:1] if len(classes) == 2 else W
     targets = binary_targets(y, classes)
@@ -183,13 +185,20 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
     def _validate_input(self, X, y):
         """Refuse input outside the domain (free); return ``(X, y, classes_)``."""
         check_not_datetime(X)
+        if is_dask_array(X):
+            return validate_dask_input(self, X, y)
+        # float32 stays float32: the design rows are built from it block by block
+        # in float64 (dpsk._design), so no float64 copy of X is ever made.
         X, y = values_withheld(validate_data, self, X, y, accept_sparse="csr",
-                               dtype=np.float64)
+                               dtype=[np.float64, np.float32])
         return X, y, resolve_classes(y, self.classes)
 
     def _release(self, data, *, epsilon, delta):
         X, y, classes = data
-        Z = design_matrix(X, self.data_norm, self.fit_intercept)
+        if is_dask_array(X):
+            Z = DaskDesignRows(X, self.data_norm, self.fit_intercept)
+        else:
+            Z = design_rows(X, self.data_norm, self.fit_intercept)
         W = fit_private_problems(
             Z, y, classes, self._make_loss(len(classes)), epsilon, self.alpha, self.perturbation,
             noise_source(self.random_state), tol=self.tol, delta=delta,

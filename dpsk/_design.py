@@ -1,0 +1,189 @@
+"""Design rows in bounded memory: the clipped, scaled rows computed block by block.
+
+The private linear fits see the data only through the design matrix ``Z``
+(``dpsk._validation.design_matrix``: rows clipped to ``data_norm``, divided by
+it, and, with an intercept, ``[x / data_norm, 1] / sqrt(2)``), and only through
+sums over its rows: ``Z @ w``, ``Z.T @ r``, blocks of rows for the Hessian and
+the certificate, and the mean loss gradient. :class:`DesignRows` provides exactly
+those on the caller's ``X`` without storing ``Z``: each block of rows is built
+when it is needed, so the memory beyond ``X`` is O(block x d) plus O(n)
+vectors (margins, row norms, the per-row clipping factors).
+
+Every row of ``Z`` is built by :func:`design_block` from the row of ``X``
+alone, converted to float64 first. ``design_matrix`` fills its array with the
+same function, so the stored and the chunked design hold the same float64
+numbers bit for bit, and the privacy argument (rows of norm <= 1) is the one of
+``design_matrix``.
+
+Precision. ``X`` may be float32 and stays float32 (no float64 copy of it is
+made); the rows of ``Z`` and every sum are float64, because the solver's
+certificate bounds rounding with the float64 unit roundoff ``u = 2^-53``
+(``dpsk._solver``). Computing in float32 would need ``u = 2^-24`` in the
+certificate and would lift the tolerance floor ``tolerance_floor`` by 2^29,
+about 5e8: for ``d = 100``, ``c = 1/4`` and ``lam = 1e-3`` the floor would move
+from about 2e-10 to about 0.1, so the noise covering the solver's residual
+(a distance ``tol / lam``) would dominate the privacy noise (docs/scaling.rst). Converting a
+float32 value to float64 is exact, so the data the model is trained on is the
+user's float32 data.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn import get_config
+from sklearn.utils import gen_batches
+
+from ._validation import INTERCEPT_SCALE, row_norms
+
+__all__ = ["DesignRows", "design_block", "design_rows", "block_rows", "clip_factors"]
+
+#: Bytes of one float64 block of design rows.
+_BLOCK_BYTES = 8 * 2**20
+
+
+def _working_memory_bytes():
+    """``sklearn.get_config()["working_memory"]`` (MiB, may be a float) in bytes."""
+    return int(get_config()["working_memory"] * 2**20)
+
+
+def block_rows(n_columns, block_bytes=_BLOCK_BYTES):
+    """Rows per block so that one float64 block of ``n_columns`` takes ``block_bytes``."""
+    return max(1, int(block_bytes // (8 * max(1, n_columns))))
+
+
+def clip_factors(X_block, data_norm):
+    """Per-row factors ``min(1, data_norm / ||x_i||)``, computed in float64."""
+    norms = row_norms(np.asarray(X_block, dtype=np.float64))
+    factors = np.ones_like(norms)
+    too_long = norms > data_norm
+    factors[too_long] = data_norm / norms[too_long]
+    return factors
+
+
+def design_block(X_block, data_norm, fit_intercept, out=None, factors=None):
+    """The float64 design rows of ``X_block`` (dense), written into ``out`` if given.
+
+    Rows longer than ``data_norm`` are multiplied by ``data_norm / ||x_i||``,
+    then every row by ``scale = (1/sqrt(2) if fit_intercept else 1) /
+    data_norm``, in that order (two roundings, as ``design_matrix`` always
+    did); the intercept column is ``1/sqrt(2)``.
+    """
+    n, d = X_block.shape
+    if out is None:
+        out = np.empty((n, d + int(fit_intercept)))
+    if factors is None:
+        factors = clip_factors(X_block, data_norm)
+    scale = (INTERCEPT_SCALE if fit_intercept else 1.0) / data_norm
+    data = out[:, :d]
+    np.multiply(X_block, factors[:, None], out=data)  # float32 -> float64 is exact
+    if scale != 1.0:
+        data *= scale
+    if fit_intercept:
+        out[:, d] = INTERCEPT_SCALE
+    return out
+
+
+class _Transposed:
+    """``Z.T`` of a :class:`DesignRows`, for ``Z.T @ r`` (``r`` of shape (n,) or (n, K))."""
+
+    def __init__(self, design):
+        self._design = design
+
+    def __matmul__(self, r):
+        r = np.asarray(r)
+        out = np.zeros((self._design.shape[1],) + r.shape[1:])
+        for rows, block in self._design.blocks():
+            out += block.T @ r[rows]
+        return out
+
+
+class DesignRows:
+    """The design matrix of dense ``X``, row blocks built on demand (module docstring).
+
+    Supports what the solvers and noisy gradient descent use: ``shape``,
+    ``ndim``, ``dtype``, ``Z @ w`` (``w`` of shape (d,) or (d, K)), ``Z.T @ r``,
+    ``Z[rows]`` for a slice of rows, and :meth:`mean_gradient`.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float32 or float64
+        Finite. Not copied and never written to.
+    data_norm : float
+    fit_intercept : bool
+    block : int or None
+        Rows per block (default: 8 MiB of float64 design rows, or a quarter of
+        ``sklearn.get_config()["working_memory"]`` if that is smaller).
+    """
+
+    ndim = 2
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, X, data_norm, fit_intercept, block=None):
+        self.X, self.data_norm, self.fit_intercept = X, float(data_norm), bool(fit_intercept)
+        n, d = X.shape
+        self.shape = (n, d + int(fit_intercept))
+        # A block is at most a quarter of scikit-learn's working memory.
+        budget = min(_BLOCK_BYTES, _working_memory_bytes() // 4)
+        self.block = int(block) if block else block_rows(self.shape[1], budget)
+        # The clipping factors need a pass over X; keep them (n floats) so later
+        # passes do not recompute the norms.
+        self._factors = np.empty(n)
+        for rows in gen_batches(n, self.block):
+            self._factors[rows] = clip_factors(X[rows], self.data_norm)
+
+    def blocks(self):
+        """Yield ``(rows, Z[rows])`` over consecutive blocks; one buffer is reused."""
+        n = self.shape[0]
+        buffer = np.empty((min(self.block, n), self.shape[1]))
+        for rows in gen_batches(n, self.block):
+            out = buffer[: rows.stop - rows.start]
+            yield rows, design_block(self.X[rows], self.data_norm, self.fit_intercept, out=out,
+                                     factors=self._factors[rows])
+
+    def __getitem__(self, rows):
+        if not isinstance(rows, slice):
+            raise TypeError("DesignRows supports row slices only.")
+        rows = slice(*rows.indices(self.shape[0]))
+        return design_block(self.X[rows], self.data_norm, self.fit_intercept,
+                            factors=self._factors[rows])
+
+    def __matmul__(self, w):
+        w = np.asarray(w)
+        out = np.empty((self.shape[0],) + w.shape[1:])
+        for rows, block in self.blocks():
+            out[rows] = block @ w
+        return out
+
+    @property
+    def T(self):
+        return _Transposed(self)
+
+    def mean_gradient(self, loss, y, w):
+        """``loss.mean_gradient``: block sums (``loss.gradient_sum``) added in block order.
+
+        Dask fits add the same block sums in the same order, so with the same
+        blocks the two give the same bits.
+        """
+        total = None
+        for rows, block in self.blocks():
+            part = loss.gradient_sum(block, y[rows], w)
+            total = part if total is None else total + part
+        return total / self.shape[0]
+
+
+def design_rows(X, data_norm, fit_intercept):
+    """The design matrix, stored when it fits in scikit-learn's working memory.
+
+    Dense ``X`` whose float64 design matrix is larger than
+    ``sklearn.get_config()["working_memory"]`` MiB (default 1024; set it with
+    ``sklearn.config_context(working_memory=...)``) gets a :class:`DesignRows`
+    (bounded memory, a few passes' worth slower per product); smaller ``X``
+    and sparse ``X`` get the stored ``design_matrix`` (sparse stays sparse).
+    """
+    from ._validation import design_matrix
+
+    if sp.issparse(X):
+        return design_matrix(X, data_norm, fit_intercept)
+    n, d = X.shape
+    if 8 * n * (d + int(fit_intercept)) > _working_memory_bytes():
+        return DesignRows(X, data_norm, fit_intercept)
+    return design_matrix(X, data_norm, fit_intercept)

@@ -1,0 +1,148 @@
+"""Dask arrays: noisy gradient descent on a LocalCluster (skipped without dask)."""
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+from sklearn import config_context  # noqa: E402
+
+from dpsk import BudgetAccountant, DPLogisticRegression  # noqa: E402
+from dpsk._dask import DaskDesignRows  # noqa: E402
+from dpsk._design import DesignRows  # noqa: E402
+from dpsk._gradient import noisy_gradient_descent  # noqa: E402
+from dpsk._losses import LogisticLoss, MultinomialLoss  # noqa: E402
+from dpsk._random import noise_source  # noqa: E402
+
+CHUNK = 500
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as c:
+            yield c
+
+
+def _data(n=3000, d=6, seed=0):
+    rng = np.random.default_rng(seed)
+    X = (rng.standard_normal((n, d)) * 0.6).astype(np.float32)
+    y = np.digitize(X[:, 0] + 0.3 * rng.standard_normal(n), [-0.4, 0.4])  # 3 classes
+    return X, y
+
+
+def _dask(X, y):
+    return da.from_array(X, chunks=(CHUNK, X.shape[1])), da.from_array(y, chunks=CHUNK)
+
+
+@pytest.mark.parametrize("loss", [LogisticLoss(), MultinomialLoss(3)])
+def test_dask_descent_is_the_chunked_descent_bit_for_bit(client, loss):
+    X, y = _data()
+    Xd, yd = _dask(X, y)
+    if loss.n_outputs == 1:
+        y, yd = np.where(y == 2, 1.0, -1.0), da.where(yd == 2, 1.0, -1.0)
+    args = (loss, 1.0, 1e-6, 0.1)
+    w_mem = noisy_gradient_descent(DesignRows(X, 1.5, True, block=CHUNK), y, *args,
+                                   noise_source(11))
+    w_dask = noisy_gradient_descent(DaskDesignRows(Xd, 1.5, True), yd, *args, noise_source(11))
+    # Same blocks, same block sums, added in the same order, same noise: same bits.
+    np.testing.assert_array_equal(w_dask, w_mem)
+
+
+@pytest.mark.parametrize("model", [
+    DPLogisticRegression(multi_class="ovr"), DPLogisticRegression(multi_class="multinomial"),
+])
+def test_dask_fit_matches_in_memory_fit(client, model):
+    X, y = _data()
+    params = dict(epsilon=1.0, delta=1e-6, alpha=0.1, perturbation="gradient",
+                  classes=[0, 1, 2], random_state=5)
+    mem = model.set_params(**params, accountant=BudgetAccountant()).fit(X, y)
+    coef_mem, icpt_mem = mem.coef_.copy(), mem.intercept_.copy()
+    dask_fit = model.set_params(accountant=BudgetAccountant()).fit(*_dask(X, y))
+    # Block sums added in another order than one BLAS sum: ~1e-16 relative per step,
+    # invisible after each step's rounding to the release grid but for a rare grid step.
+    np.testing.assert_allclose(dask_fit.coef_, coef_mem, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(dask_fit.intercept_, icpt_mem, rtol=0, atol=1e-9)
+    assert dask_fit.n_features_in_ == X.shape[1]
+    np.testing.assert_array_equal(dask_fit.predict(X), mem.predict(X))
+
+
+def _install_spies():
+    """On a worker: record every spend and every noise draw made in that process."""
+    import dpsk._accounting as accounting
+    import dpsk._gradient as gradient
+
+    calls = []
+    for owner, name in ((accounting.BudgetAccountant, "spend"),
+                        (accounting.BudgetAccountant, "spend_all"),
+                        (gradient, "gaussian_noise")):
+        original = getattr(owner, name)
+
+        def spy(*args, _original=original, _name=name, **kwargs):
+            calls.append(_name)
+            return _original(*args, **kwargs)
+
+        setattr(owner, name, spy)
+    accounting._dpsk_test_calls = calls
+
+
+def _spied_calls():
+    import dpsk._accounting as accounting
+
+    return list(accounting._dpsk_test_calls)
+
+
+def test_spend_and_noise_happen_on_the_client_only(client):
+    client.run(_install_spies)
+    X, y = _data()
+    accountant = BudgetAccountant(epsilon=2.0, delta=1e-5)
+    DPLogisticRegression(epsilon=1.0, delta=1e-6, alpha=0.1, perturbation="gradient",
+                         classes=[0, 1, 2], accountant=accountant).fit(*_dask(X, y))
+    assert client.run(_spied_calls) == {addr: [] for addr in client.scheduler_info()["workers"]}
+    assert len(accountant.spends) == 1
+    assert accountant.spends[0] == pytest.approx((1.0, 1e-6))
+
+
+@pytest.mark.parametrize("case", ["output", "nan", "label"])
+def test_dask_refusals_are_free(client, case):
+    X, y = _data()
+    kwargs = dict(epsilon=1.0, delta=1e-6, alpha=0.1, perturbation="gradient",
+                  classes=[0, 1, 2])
+    if case == "output":
+        kwargs["perturbation"] = "output"
+    elif case == "nan":
+        X = X.copy()
+        X[1234, 2] = np.nan
+    else:
+        y = np.where(y == 2, 7, y)
+    accountant = BudgetAccountant()
+    with pytest.raises(ValueError):
+        DPLogisticRegression(**kwargs, accountant=accountant).fit(*_dask(X, y))
+    assert accountant.spends == []
+
+
+def test_chunked_in_memory_fit_matches_stored_fit():
+    X, y = _data()
+    params = dict(epsilon=1.0, delta=1e-6, perturbation="gradient", classes=[0, 1, 2],
+                  random_state=5, accountant=BudgetAccountant())
+    stored = DPLogisticRegression(**params).fit(X, y)
+    with config_context(working_memory=0.01):
+        chunked = DPLogisticRegression(**params).fit(X, y)
+    np.testing.assert_allclose(chunked.coef_, stored.coef_, rtol=0, atol=1e-9)
+
+
+def _fit_on_worker(X, y, accountant):
+    model = DPLogisticRegression(epsilon=0.5, alpha=0.1, classes=[0, 1, 2],
+                                 accountant=accountant)
+    return model.fit(X, y).coef_.shape
+
+
+def test_a_fit_run_on_a_worker_spends_on_the_users_ledger(client):
+    # joblib's Dask backend (or client.submit) runs whole fits on workers: their
+    # spends go through the ledger's journal file to the ledger held here.
+    X, y = _data(n=300)
+    accountant = BudgetAccountant(epsilon=1.0)
+    assert client.submit(_fit_on_worker, X, y, accountant, pure=False).result() == (3, 6)
+    assert accountant.spends == [(0.5, 0.0)]

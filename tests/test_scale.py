@@ -1,0 +1,168 @@
+"""Scale: BLAS threads inside a fit, float32 input, chunked design rows, Dask."""
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from dpsk import BudgetAccountant, DPLogisticRegression
+from dpsk import _losses
+
+
+def _blas_threads():
+    return {info["num_threads"] for info in threadpool_info()
+            if info["user_api"] == "blas"}
+
+
+@pytest.mark.parametrize("perturbation", ["objective", "gradient"])
+def test_fit_runs_with_one_blas_thread(monkeypatch, perturbation):
+    seen = []
+    original = _losses.LogisticLoss.derivative
+
+    def spy(self, z):
+        seen.append(_blas_threads())
+        return original(self, z)
+
+    monkeypatch.setattr(_losses.LogisticLoss, "derivative", spy)
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(-0.5, 0.5, (60, 3)), rng.integers(0, 2, 60)
+    with threadpool_limits(limits=2):  # the session fixture set 1; look like a default
+        before = _blas_threads()
+        DPLogisticRegression(epsilon=1.0, delta=1e-6 if perturbation == "gradient" else 0.0,
+                             perturbation=perturbation, classes=[0, 1], random_state=0,
+                             accountant=BudgetAccountant()).fit(X, y)
+        after = _blas_threads()
+    assert seen and all(threads == {1} for threads in seen)
+    assert before == after  # restored after the fit
+
+
+# ----------------------------------------------------------- float32 and chunked rows
+import tracemalloc  # noqa: E402
+
+import scipy.sparse as sp  # noqa: E402
+from sklearn import config_context  # noqa: E402
+
+from dpsk._design import DesignRows, design_rows  # noqa: E402
+from dpsk._gradient import noisy_gradient_descent  # noqa: E402
+from dpsk._losses import HuberLoss, LogisticLoss, MultinomialLoss  # noqa: E402
+from dpsk._random import noise_source  # noqa: E402
+from dpsk._solver import minimize_regularized_loss  # noqa: E402
+from dpsk._multinomial_solver import minimize_multinomial_loss  # noqa: E402
+from dpsk._validation import design_matrix  # noqa: E402
+
+
+def _data(n=3000, d=7, seed=0, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    X = (rng.standard_normal((n, d)) * 0.6).astype(dtype)  # some rows longer than 1
+    y = (X[:, 0] + 0.3 * rng.standard_normal(n) > 0).astype(int)
+    return X, y
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("data_norm", [1.0, 2.5])
+def test_float32_design_is_the_float64_design_of_the_same_values(fit_intercept, data_norm):
+    X32, _ = _data()
+    Z32 = design_matrix(X32, data_norm, fit_intercept)
+    Z64 = design_matrix(X32.astype(np.float64), data_norm, fit_intercept)
+    assert Z32.dtype == np.float64
+    np.testing.assert_array_equal(Z32, Z64)
+    assert np.all(np.linalg.norm(Z32, axis=1) <= 1 + 1e-12)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_chunked_rows_are_the_stored_rows_bit_for_bit(fit_intercept):
+    X, _ = _data()
+    Z = design_matrix(X, 1.3, fit_intercept)
+    rows = DesignRows(X, 1.3, fit_intercept, block=256)
+    assert rows.shape == Z.shape
+    for sl, block in rows.blocks():
+        np.testing.assert_array_equal(block, Z[sl])
+    np.testing.assert_array_equal(rows[100:1100], Z[100:1100])
+    w = np.random.default_rng(1).standard_normal(Z.shape[1])
+    np.testing.assert_allclose(rows @ w, Z @ w, rtol=1e-13, atol=1e-15)
+    r = np.random.default_rng(2).standard_normal((Z.shape[0], 3))
+    np.testing.assert_allclose(rows.T @ r, Z.T @ r, rtol=1e-12, atol=1e-12)
+
+
+def test_design_rows_chunks_above_the_working_memory():
+    X, _ = _data(n=20_000, d=20)
+    assert isinstance(design_rows(X, 1.0, True), np.ndarray)
+    with config_context(working_memory=1):
+        assert isinstance(design_rows(X, 1.0, True), DesignRows)
+        assert sp.issparse(design_rows(sp.csr_matrix(X), 1.0, True))  # never densified
+
+
+@pytest.mark.parametrize("loss", [LogisticLoss(), HuberLoss(0.5)])
+def test_chunked_solve_matches_stored_solve_to_tolerance(loss):
+    X, y = _data()
+    y = np.where(y == 1, 1.0, -1.0)
+    Z = design_matrix(X, 1.0, True)
+    lam, tol = 1e-3, 1e-10
+    w_mem = minimize_regularized_loss(loss, Z, y, lam, tol=tol).w
+    w_chunk = minimize_regularized_loss(loss, DesignRows(X, 1.0, True, block=500), y, lam,
+                                        tol=tol).w
+    # Both are within tol / lam of the same minimiser.
+    assert np.linalg.norm(w_mem - w_chunk) <= 2 * tol / lam
+
+
+def test_chunked_multinomial_solve_matches_stored_solve_to_tolerance():
+    X, _ = _data()
+    y = np.digitize(X[:, 1], [-0.3, 0.3])
+    Z = design_matrix(X, 1.0, True)
+    lam, tol = 1e-2, 1e-10
+    w_mem = minimize_multinomial_loss(Z, y, 3, lam, tol=tol).w
+    w_chunk = minimize_multinomial_loss(DesignRows(X, 1.0, True, block=700), y, 3, lam,
+                                        tol=tol).w
+    assert np.linalg.norm(w_mem - w_chunk) <= 2 * tol / lam
+
+
+@pytest.mark.parametrize("loss", [LogisticLoss(), MultinomialLoss(3)])
+def test_chunked_gradient_descent_matches_stored_for_the_same_noise(loss):
+    X, y = _data()
+    y = np.where(y == 1, 1.0, -1.0) if loss.n_outputs == 1 else np.digitize(X[:, 1], [0.0, 0.4])
+    Z = design_matrix(X, 1.0, True)
+    args = (loss, 1.0, 1e-6, 1e-2)
+    w_mem = noisy_gradient_descent(Z, y, *args, noise_source(3))
+    w_chunk = noisy_gradient_descent(DesignRows(X, 1.0, True, block=400), y, *args,
+                                     noise_source(3))
+    # The gradient sums differ only in summation order (about 1e-16 relative); each
+    # release is rounded to a grid, so at most a rare grid step apart.
+    np.testing.assert_allclose(w_chunk, w_mem, rtol=0, atol=1e-9)
+
+
+def _traced_peak(fn):
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("perturbation", ["output", "gradient"])
+def test_float32_fit_memory(perturbation):
+    X, y = _data(n=100_000, d=30)
+    z_bytes = X.shape[0] * (X.shape[1] + 1) * 8
+
+    def fit():
+        DPLogisticRegression(epsilon=1.0, alpha=0.1, perturbation=perturbation, classes=[0, 1],
+                             delta=1e-6 if perturbation == "gradient" else 0.0,
+                             random_state=0, accountant=BudgetAccountant()).fit(X, y)
+
+    # Stored design: one float64 copy (Z), no float64 copy of X besides it.
+    stored = _traced_peak(fit)
+    assert stored < 1.4 * z_bytes
+    # Chunked design: O(block x d) plus O(n) vectors, far below Z.
+    with config_context(working_memory=1):
+        chunked = _traced_peak(fit)
+    assert chunked < 0.5 * z_bytes, (stored, chunked, z_bytes)
+
+
+def test_reused_solutions_skip_a_chunked_design():
+    from dpsk._erm import _reusing_solutions, private_erm
+
+    X, y = _data(n=500)
+    y = np.where(y == 1, 1.0, -1.0)
+    with _reusing_solutions({}) as store:
+        w = private_erm(DesignRows(X, 1.0, True, block=100), y, LogisticLoss(), 1.0, 1e-2,
+                        "output", noise_source(0))
+    assert store == {} and np.all(np.isfinite(w))
