@@ -36,12 +36,10 @@ import math
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import gen_batches
 
 from ._losses import LogisticLoss
 from ._solver import (
     _BOUND_SAFETY,
-    _HESSIAN_BLOCK_BYTES,
     _U,
     SolverResult,
     _CertifiedObjective,
@@ -49,6 +47,7 @@ from ._solver import (
     _derivative_error,
     _gamma,
     _solve,
+    weighted_gram,
 )
 
 __all__ = ["minimize_robust_logistic", "robust_curvature", "ROBUST_SMOOTHING"]
@@ -62,22 +61,6 @@ ROBUST_SMOOTHING = 1e-2
 def robust_curvature(radius, smoothing=ROBUST_SMOOTHING, row_bound=1.0):
     """Lipschitz constant of one row's loss gradient: ``(row_bound + r)^2 / 4 + r / s``."""
     return 0.25 * (row_bound + radius) ** 2 + radius / smoothing
-
-
-def weighted_gram(X, c):
-    """``X^T diag(c) X`` for ``c >= 0``, accumulated over row blocks (no n x d temporary)."""
-    d = X.shape[1]
-    root = np.sqrt(c)
-    H = np.zeros((d, d))
-    for rows in gen_batches(X.shape[0], max(1, _HESSIAN_BLOCK_BYTES // (8 * d))):
-        block = X[rows]
-        if sp.issparse(block):
-            block = sp.csr_matrix(block.multiply(root[rows][:, None]))
-            H += (block.T @ block).toarray()
-        else:
-            block = block * root[rows][:, None]
-            H += block.T @ block
-    return H
 
 
 class _RobustObjective(_CertifiedObjective):

@@ -361,19 +361,8 @@ class _Objective(_CertifiedObjective):
 
     def hessian_at(self, w):
         """Dense Hessian, accumulated over row blocks so no n x d temporary exists."""
-        # B.T @ B with B = diag(sqrt(l''/n)) X lets BLAS use its symmetric
-        # rank-k update: half the flops of X.T @ diag(l''/n) @ X.
-        root = np.sqrt(self.loss.second_derivative(self.margins(w)) / self.n)
-        d = self.X.shape[1]
-        H = np.zeros((d, d))
-        for rows in gen_batches(self.n, self._block_rows(d)):
-            block = self.X[rows]
-            if sp.issparse(block):
-                block = sp.csr_matrix(block.multiply(root[rows][:, None]))
-                H += (block.T @ block).toarray()
-            else:
-                block = block * root[rows][:, None]
-                H += block.T @ block
+        c = self.loss.second_derivative(self.margins(w)) / self.n
+        H = weighted_gram(self.X, c, self._block_rows(self.X.shape[1]))
         H[np.diag_indices_from(H)] += self.lam
         return H
 
@@ -446,6 +435,29 @@ class _Objective(_CertifiedObjective):
         err = (D @ rho) / n
         err += sum_factor * (np.abs(r) @ rho) / n
         return self._certificate_tail(v / n, w, err)
+
+
+def weighted_gram(X, c, block_rows=None):
+    """``X^T diag(c) X`` for ``c >= 0``, accumulated over row blocks (no n x d temporary).
+
+    ``B^T B`` with ``B = diag(sqrt(c)) X`` lets BLAS use its symmetric rank-k
+    update: half the flops of ``X^T diag(c) X``. ``block_rows`` defaults to
+    ``_HESSIAN_BLOCK_BYTES`` worth of rows.
+    """
+    d = X.shape[1]
+    if block_rows is None:
+        block_rows = max(1, _HESSIAN_BLOCK_BYTES // (8 * d))
+    root = np.sqrt(c)
+    H = np.zeros((d, d))
+    for rows in gen_batches(X.shape[0], block_rows):
+        block = X[rows]
+        if sp.issparse(block):
+            block = sp.csr_matrix(block.multiply(root[rows][:, None]))
+            H += (block.T @ block).toarray()
+        else:
+            block = block * root[rows][:, None]
+            H += block.T @ block
+    return H
 
 
 def _derivative_error(loss, z, delta):

@@ -30,7 +30,6 @@ import scipy.sparse as sp
 from scipy.special import logsumexp, softmax
 
 from ._losses import LogisticLoss
-from ._robust_solver import weighted_gram
 from ._solver import (
     _BOUND_SAFETY,
     _U,
@@ -40,6 +39,7 @@ from ._solver import (
     _derivative_error,
     _gamma,
     _solve,
+    weighted_gram,
 )
 
 __all__ = ["minimize_tilted_logistic"]
