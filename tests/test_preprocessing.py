@@ -283,7 +283,7 @@ def _cat_data(seed):
 @pytest.mark.parametrize("step", DECLARED, ids=repr)
 def test_declared_sklearn_steps_pass_and_learn_nothing(step):
     assert check_pipeline(make_pipeline(step, DPLogisticRegression())) == []
-    if isinstance(step, OneHotEncoder | OrdinalEncoder) and step.handle_unknown == "error":
+    if isinstance(step, (OneHotEncoder, OrdinalEncoder)) and step.handle_unknown == "error":
         return  # NaN is undeclared: the fit refuses it (free, before the private model)
     # Fitted on two different data sets of the same shape, everything stored is equal.
     states = []
