@@ -32,6 +32,7 @@ from .linear_model import (
     robust_accuracy,
 )
 from .model_selection import DPGridSearch
+from .pipeline import PrivatePipeline, make_private_pipeline
 from .prediction import DPPredictionEnsemble
 
 __version__ = "0.1.0.dev0"
@@ -53,6 +54,8 @@ __all__ = [
     "ClassesFromDataWarning",
     "check_pipeline",
     "warn_if_pipeline_leaks",
+    "PrivatePipeline",
+    "make_private_pipeline",
     "DPLogisticRegression",
     "DPHuberSVM",
     "DPRobustLogisticRegression",

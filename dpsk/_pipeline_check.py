@@ -16,6 +16,24 @@ What counts as safe (learns nothing from the data):
   its function acts on each row on its own (a function such as
   ``lambda X: X / X.max()`` reads every row and is not safe; this cannot be
   checked);
+* encoders with declared categories: scikit-learn's ``OneHotEncoder`` and
+  ``OrdinalEncoder`` with ``categories=[...]`` (a list, not ``"auto"``) and no
+  ``min_frequency`` or ``max_categories`` (grouping infrequent categories counts
+  them). ``OneHotEncoder`` must not warn from the data: ``handle_unknown="warn"``
+  is reported, and so is ``drop`` together with ``handle_unknown="ignore"`` or
+  ``"infrequent_if_exist"`` (scikit-learn then warns, during the pipeline's fit,
+  which columns held an undeclared value). With ``handle_unknown="error"`` an
+  undeclared value makes the encoder's fit raise: a refusal of input outside the
+  declared domain, which happens before the private model's fit starts and so
+  costs nothing;
+* ``SimpleImputer(strategy="constant", keep_empty_features=True,
+  add_indicator=False)``: the fill value is declared. Without
+  ``keep_empty_features`` the imputer drops the columns that are missing in every
+  training row, and with ``add_indicator`` it adds indicator columns only for the
+  features that had missing values: both choose the output's columns from the
+  data;
+* ``MissingIndicator(features="all")`` (``"missing-only"`` chooses columns from
+  the data);
 * any transformer tagged ``requires_fit=False`` (scikit-learn's stateless
   transformers such as ``Normalizer`` and ``Binarizer``);
 * pipelines and feature unions whose parts are all safe, and column
@@ -23,21 +41,35 @@ What counts as safe (learns nothing from the data):
   (with a positive threshold the fitted transformer chooses sparse or dense
   output from the training data's density, and stores that choice).
 
-Everything else (``StandardScaler``, ``MinMaxScaler``, ``PCA``, imputers,
-encoders that learn categories, feature selectors, ...) is reported.
+Everything else (``StandardScaler``, ``MinMaxScaler``, ``PCA``, imputers that
+learn a mean, median or mode, encoders that learn categories, feature selectors,
+...) is reported. The check reads only the steps' types and parameters, never
+data, so its result is public.
 """
 
 import warnings
 
 from sklearn.compose import ColumnTransformer
+from sklearn.impute import MissingIndicator, SimpleImputer
 from sklearn.pipeline import FeatureUnion, Pipeline
-from sklearn.preprocessing import FunctionTransformer
+from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, OrdinalEncoder
 
 from ._mixin import PrivacyAccountingMixin
 
 __all__ = ["check_pipeline", "warn_if_pipeline_leaks"]
 
 _SAFE_STRINGS = ("passthrough", "drop")
+
+_ADVICE = (
+    "Declare what they would learn: scale numeric columns with "
+    "dpsk.preprocessing.BoundedScaler (declared bounds) or RowNormClipper; encode "
+    "categorical columns with OneHotEncoder(categories=[...declared lists...], "
+    "handle_unknown='ignore') or OrdinalEncoder(categories=[...]), without "
+    "min_frequency or max_categories; fill missing values with "
+    "SimpleImputer(strategy='constant', fill_value=..., keep_empty_features=True) "
+    "and MissingIndicator(features='all'); give a ColumnTransformer "
+    "sparse_threshold=0. Or fit the steps on public data."
+)
 
 
 def _declared_safe_types():
@@ -46,6 +78,35 @@ def _declared_safe_types():
     from .preprocessing import BoundedScaler, RowNormClipper
 
     return (FunctionTransformer, RowNormClipper, BoundedScaler)
+
+
+def _encoder_is_declared(encoder):
+    """Whether a one-hot or ordinal encoder's fit learns nothing from the data."""
+    if isinstance(encoder.categories, str):  # "auto": categories come from the data
+        return False
+    if encoder.min_frequency is not None or encoder.max_categories is not None:
+        return False  # infrequent categories are chosen by counting
+    if isinstance(encoder, OneHotEncoder):
+        # scikit-learn warns (naming columns) when it meets an undeclared value
+        # with handle_unknown="warn", or with "ignore"/"infrequent_if_exist" and drop.
+        if encoder.handle_unknown == "warn":
+            return False
+        if encoder.drop is not None and encoder.handle_unknown != "error":
+            return False
+    return True
+
+
+def _declared_sklearn_step(step):
+    """Whether ``step`` is a scikit-learn transformer whose declared parameters fix
+    everything its fit stores (see the module docstring for the rules)."""
+    if isinstance(step, (OneHotEncoder, OrdinalEncoder)):
+        return _encoder_is_declared(step)
+    if isinstance(step, SimpleImputer):
+        return (isinstance(step.strategy, str) and step.strategy == "constant"
+                and step.keep_empty_features and not step.add_indicator)
+    if isinstance(step, MissingIndicator):
+        return step.features == "all"
+    return False
 
 
 def _learning_parts(name, step):
@@ -68,7 +129,7 @@ def _learning_parts(name, step):
     if isinstance(step, FeatureUnion):
         return [found for inner, sub in step.transformer_list
                 for found in _learning_parts(f"{name}__{inner}", sub)]
-    if isinstance(step, _declared_safe_types()):
+    if isinstance(step, _declared_safe_types()) or _declared_sklearn_step(step):
         return []
     try:
         stateless = not step.__sklearn_tags__().requires_fit
@@ -141,13 +202,12 @@ def warn_if_pipeline_leaks(pipeline):
     """
     names = check_pipeline(pipeline)
     if names:
-        warnings.warn(
-            f"Pipeline steps {names} learn from the training data before the private "
-            "model; their fitted statistics are released without noise, so the "
-            "fitted pipeline is not differentially private. Replace them with "
-            "dpsk.preprocessing.BoundedScaler or RowNormClipper (declared bounds), "
-            "or fit them on public data.",
-            UserWarning,
-            stacklevel=2,
-        )
+        warnings.warn(_leak_message(names), UserWarning, stacklevel=2)
     return names
+
+
+def _leak_message(names):
+    """The warning (or error) text for the learning steps ``names``: step names only."""
+    return (f"Pipeline steps {names} learn from the training data before the private "
+            "model; their fitted statistics are released without noise, so the "
+            "fitted pipeline is not differentially private. " + _ADVICE)

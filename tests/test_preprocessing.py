@@ -1,24 +1,29 @@
 """DP-safe preprocessing and the pipeline leak check."""
 
+import pickle
 import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.compose import ColumnTransformer, make_column_transformer
+from sklearn.base import clone
 from sklearn.decomposition import PCA
+from sklearn.impute import MissingIndicator, SimpleImputer
 from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
 from sklearn.preprocessing import (
     FunctionTransformer,
     MinMaxScaler,
     Normalizer,
     OneHotEncoder,
+    OrdinalEncoder,
     StandardScaler,
 )
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dpsk import BudgetAccountant, DPHuberSVM, DPLogisticRegression
 from dpsk._pipeline_check import check_pipeline, warn_if_pipeline_leaks
+from dpsk.pipeline import PrivatePipeline, make_private_pipeline
 from dpsk.preprocessing import BoundedScaler, RowNormClipper
 
 
@@ -232,3 +237,158 @@ def test_warn_if_pipeline_leaks():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert warn_if_pipeline_leaks(make_pipeline(RowNormClipper(), DPHuberSVM())) == []
+
+
+# -- declared-parameter scikit-learn steps (real tables) ----------------------------------
+
+_CATS = [["a", "b", "c"], ["x", "y"]]
+
+DECLARED = [
+    OneHotEncoder(categories=_CATS, handle_unknown="ignore"),
+    OneHotEncoder(categories=_CATS, handle_unknown="infrequent_if_exist"),
+    OneHotEncoder(categories=_CATS, handle_unknown="error", drop="first"),
+    OneHotEncoder(categories=_CATS, handle_unknown="error", drop="if_binary"),
+    OrdinalEncoder(categories=_CATS),
+    OrdinalEncoder(categories=_CATS, handle_unknown="use_encoded_value", unknown_value=-1),
+    SimpleImputer(strategy="constant", fill_value="a", keep_empty_features=True),
+    MissingIndicator(features="all"),
+]
+
+LEARNING = [
+    OneHotEncoder(),
+    OneHotEncoder(categories=_CATS, handle_unknown="infrequent_if_exist", min_frequency=2),
+    OneHotEncoder(categories=_CATS, handle_unknown="infrequent_if_exist", max_categories=2),
+    OneHotEncoder(categories=_CATS, handle_unknown="warn"),
+    OneHotEncoder(categories=_CATS, handle_unknown="ignore", drop="first"),
+    OrdinalEncoder(),
+    OrdinalEncoder(categories=_CATS, min_frequency=2),
+    SimpleImputer(),
+    SimpleImputer(strategy="most_frequent", keep_empty_features=True),
+    SimpleImputer(strategy="constant", fill_value="a"),
+    SimpleImputer(strategy="constant", fill_value="a", keep_empty_features=True,
+                  add_indicator=True),
+    MissingIndicator(),
+]
+
+
+def _cat_data(seed):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.choice(["a", "b", "c"], 30), rng.choice(["x", "y"], 30)])
+    X = X.astype(object)
+    X[rng.random(30) < 0.2, 0] = np.nan
+    X[:, 1] = np.nan if seed == 1 else X[:, 1]  # a column missing in every row
+    return X
+
+
+@pytest.mark.parametrize("step", DECLARED, ids=repr)
+def test_declared_sklearn_steps_pass_and_learn_nothing(step):
+    assert check_pipeline(make_pipeline(step, DPLogisticRegression())) == []
+    if isinstance(step, (OneHotEncoder, OrdinalEncoder)) and step.handle_unknown == "error":
+        return  # NaN is undeclared: the fit refuses it (free, before the private model)
+    # Fitted on two different data sets of the same shape, everything stored is equal.
+    states = []
+    for seed in (0, 1):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fitted = clone(step).fit(_cat_data(seed))
+        states.append(pickle.dumps(fitted))
+    assert states[0] == states[1]
+
+
+@pytest.mark.parametrize("step", LEARNING, ids=repr)
+def test_learning_sklearn_steps_are_flagged(step):
+    assert check_pipeline(make_pipeline(step, DPLogisticRegression())) == [
+        type(step).__name__.lower()]
+
+
+def test_undeclared_category_is_refused_before_anything_is_charged():
+    acc = BudgetAccountant(epsilon=1.0)
+    pipe = make_pipeline(OneHotEncoder(categories=[["a", "b"]], sparse_output=False),
+                         DPLogisticRegression(accountant=acc, classes=[0, 1]))
+    with pytest.raises(ValueError, match="unknown categor"):
+        pipe.fit(np.array([["a"], ["z"]], dtype=object), [0, 1])
+    assert acc.spends == []
+
+
+def _mixed_frame():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    n = 200
+    frame = pd.DataFrame({
+        "age": rng.uniform(17, 90, n),
+        "hours": rng.uniform(0, 99, n),
+        "job": rng.choice(["clerk", "farmer", "nurse"], n).astype(object),
+        "sex": rng.choice(["F", "M"], n).astype(object),
+    })
+    frame.loc[rng.random(n) < 0.1, "age"] = np.nan
+    frame.loc[rng.random(n) < 0.1, "job"] = None
+    y = (frame["hours"] > 40).astype(int).to_numpy()
+    return frame, y
+
+
+def _table_pipeline(acc, **kwargs):
+    numeric = make_pipeline(
+        SimpleImputer(strategy="constant", fill_value=40.0, keep_empty_features=True),
+        BoundedScaler(lower=[17, 0], upper=[90, 99]),
+    )
+    categorical = make_pipeline(
+        SimpleImputer(strategy="constant", fill_value="unknown", keep_empty_features=True),
+        OneHotEncoder(categories=[["clerk", "farmer", "nurse", "unknown"], ["F", "M"]],
+                      handle_unknown="ignore"),
+    )
+    columns = make_column_transformer(
+        (numeric, ["age", "hours"]), (categorical, ["job", "sex"]), sparse_threshold=0)
+    # Rows: two values in [0, 1] plus one active indicator per categorical column.
+    return make_private_pipeline(
+        columns, DPLogisticRegression(epsilon=1.0, data_norm=2.0, classes=[0, 1],
+                                      accountant=acc, random_state=0), **kwargs)
+
+
+def test_mixed_table_pipeline_fits_end_to_end_without_warnings():
+    X, y = _mixed_frame()
+    acc = BudgetAccountant(epsilon=2.0)
+    pipe = _table_pipeline(acc, strict=True)
+    assert check_pipeline(pipe) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pipe.fit(X, y)
+    assert acc.spends == [(1.0, 0.0)]
+    assert pipe.predict(X).shape == (200,)
+    assert pipe[:-1].transform(X).shape == (200, 2 + 4 + 2)
+
+
+# -- PrivatePipeline ---------------------------------------------------------------------
+
+
+def test_private_pipeline_warns_at_fit_for_leaky_steps_only():
+    X, y = _mixed_frame()
+    leaky = make_private_pipeline(
+        make_column_transformer((StandardScaler(), ["age", "hours"]),
+                                (OneHotEncoder(), ["job", "sex"]), sparse_threshold=0),
+        SimpleImputer(), DPLogisticRegression(classes=[0, 1], random_state=0))
+    with pytest.warns(UserWarning, match="learn from the training data") as record:
+        leaky.fit(X, y)
+    leak = [w for w in record if "learn from the training data" in str(w.message)]
+    assert len(leak) == 1 and leak[0].filename == __file__
+    assert "['columntransformer__standardscaler', 'columntransformer__onehotencoder', " \
+           "'simpleimputer']" in str(leak[0].message)
+    assert "categories=[" in str(leak[0].message)  # advice that fits categorical steps
+
+
+def test_private_pipeline_strict_refuses_before_fitting_or_charging():
+    X, y = _mixed_frame()
+    acc = BudgetAccountant(epsilon=1.0)
+    pipe = make_private_pipeline(StandardScaler(), DPLogisticRegression(accountant=acc),
+                                 strict=True)
+    for fit in (pipe.fit, pipe.fit_predict):
+        with pytest.raises(ValueError, match=r"\['standardscaler'\]"):
+            fit(X[["age", "hours"]].to_numpy(), y)
+    assert acc.spends == []
+    assert not hasattr(pipe[0], "mean_")
+
+
+def test_private_pipeline_clones_and_needs_a_private_step():
+    pipe = PrivatePipeline([("clip", RowNormClipper()), ("clf", DPHuberSVM())], strict=True)
+    assert clone(pipe).get_params()["strict"] is True
+    with pytest.raises(ValueError, match="no dpsk estimator"):
+        make_private_pipeline(StandardScaler(), PCA()).fit(np.ones((4, 2)))
