@@ -33,6 +33,9 @@ X_train, X_test, y_train, y_test = train_test_split(
 )
 
 # %%
+# Epsilon 20 is far too large for a meaningful guarantee: dpsk says so with a
+# PrivacyBudgetWarning, shown below. It is here to show where the two
+# strategies meet.
 accountant = BudgetAccountant()
 epsilons = [1.0, 5.0, 20.0]
 scores = {"ovr": [], "multinomial": []}
