@@ -16,9 +16,9 @@ import warnings
 
 
 def main(data_path, config_path, out_path):
+    import diffprivlib
     import numpy as np
     import sklearn
-    import diffprivlib
     from diffprivlib.accountant import BudgetAccountant
     from diffprivlib.models import LogisticRegression
     from sklearn.exceptions import ConvergenceWarning

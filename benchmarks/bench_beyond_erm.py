@@ -68,8 +68,12 @@ def _data(n_folds, seed):
 
 
 def _robust_fold(k, n_folds, runs, seed):
-    from dpsk import (BudgetAccountant, DPLogisticRegression, DPRobustLogisticRegression,
-                      robust_accuracy)
+    from dpsk import (
+        BudgetAccountant,
+        DPLogisticRegression,
+        DPRobustLogisticRegression,
+        robust_accuracy,
+    )
 
     X, y, _, folds = _data(n_folds, seed)
     train, test = folds[k]

@@ -35,6 +35,7 @@ from .model_selection import DPGridSearch
 from .pipeline import PrivatePipeline, make_private_pipeline
 from .prediction import DPPredictionEnsemble
 
+# The one place the version is written: pyproject.toml reads it (tool.setuptools.dynamic).
 __version__ = "0.1.0.dev0"
 
 __all__ = [

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ._gradient import noisy_gradient_descent
 from ._mechanisms import (
     add_on_grid,
     analytic_gaussian_sigma,
@@ -29,11 +30,10 @@ from ._mechanisms import (
     rounding_radius,
     solver_residual_beta,
 )
-from ._gradient import noisy_gradient_descent
 from ._multinomial_solver import minimize_multinomial_loss, multinomial_tolerance_floor
 from ._silence import silenced
-from ._threads import single_threaded_blas
 from ._solver import minimize_regularized_loss, tolerance_floor
+from ._threads import single_threaded_blas
 
 __all__ = ["private_erm", "SOLVER_EPSILON_SHARE"]
 

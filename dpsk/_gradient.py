@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._dask import is_dask_array
 from ._mechanisms import (
     add_on_grid,
     analytic_gaussian_sigma,
@@ -33,7 +34,6 @@ from ._mechanisms import (
     release_grid,
     rounding_radius,
 )
-from ._dask import is_dask_array
 from ._silence import silenced
 
 __all__ = ["NoisyGDSchedule", "noisy_gd_schedule", "noisy_gradient_descent", "MAX_STEPS"]

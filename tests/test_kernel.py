@@ -10,9 +10,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dpsk._erm
 from dpsk._accounting import BudgetAccountant, BudgetExceededError
+from dpsk._random import public_rng
 from dpsk.kernel import DPKernelClassifier
 from dpsk.kernel import _random_features as rf
-from dpsk._random import public_rng
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,6 @@ import dpsk._erm as erm_module
 from dpsk import DPHuberSVM, DPLogisticRegression
 from dpsk._erm import SOLVER_EPSILON_SHARE, private_erm
 from dpsk._losses import HuberLoss, LogisticLoss
-from dpsk._random import NoiseSource
 from dpsk._mechanisms import (
     exponential_mechanism,
     gamma_norm_noise,
@@ -33,6 +32,7 @@ from dpsk._mechanisms import (
     output_perturbation_beta,
     solver_residual_beta,
 )
+from dpsk._random import NoiseSource
 
 #: Significance level of every goodness-of-fit test below: a correct
 #: implementation fails one of them with probability 1e-3 over random seeds.

@@ -13,8 +13,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dpsk import BudgetAccountant, BudgetExceededError, DPHuberSVM, DPLogisticRegression
 from dpsk._random import NoiseSource
-from dpsk.model_selection import DPGridSearch
-from dpsk.model_selection import _search
+from dpsk.model_selection import DPGridSearch, _search
 from dpsk.model_selection._search import _select_candidate, _split_parts
 
 GRID = {"alpha": [1e-3, 1e-2, 1e-1]}

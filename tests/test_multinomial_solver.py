@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dpsk import SolverError
-from dpsk import _solver
+from dpsk import SolverError, _solver
 from dpsk._losses import LogisticLoss
 from dpsk._multinomial_solver import (
     _MultinomialObjective,

@@ -1,8 +1,11 @@
-"""The wheel ships the embedded Adult data and the licence (issue 13)."""
+"""Packaging (issue 13): the wheel ships the Adult data and the licence; one version."""
 
+import json
 import subprocess
 import sys
+import urllib.parse
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -29,3 +32,38 @@ def test_license_is_bsd_3_clause():
     text = (ROOT / "LICENSE").read_text()
     assert text.startswith("BSD 3-Clause License") and "dpsk developers" in text
     assert 'license = "BSD-3-Clause"' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_version_is_written_once():
+    if not (ROOT / "pyproject.toml").exists():
+        pytest.skip("not a source checkout")
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"]
+    assert project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "dpsk.__version__"}
+
+
+def _metadata_describes_another_checkout(dist):
+    # An editable install of another worktree (PYTHONPATH pointing here) has its own version.
+    direct_url = dist.read_text("direct_url.json")
+    if not direct_url:
+        return False
+    info = json.loads(direct_url)
+    if not info.get("dir_info", {}).get("editable"):
+        return False
+    source = Path(urllib.parse.unquote(urllib.parse.urlparse(info["url"]).path))
+    return source.resolve() != ROOT
+
+
+def test_version_matches_installed_metadata():
+    import dpsk
+
+    try:
+        dist = metadata.distribution("dpsk")
+    except metadata.PackageNotFoundError:
+        pytest.skip("dpsk is not installed")
+    if _metadata_describes_another_checkout(dist):
+        pytest.skip("the installed metadata belongs to another checkout")
+    assert dpsk.__version__ == dist.version

@@ -6,8 +6,8 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.compose import ColumnTransformer, make_column_transformer
 from sklearn.base import clone
+from sklearn.compose import ColumnTransformer, make_column_transformer
 from sklearn.decomposition import PCA
 from sklearn.impute import MissingIndicator, SimpleImputer
 from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline

@@ -16,9 +16,7 @@ from scipy import stats
 
 from dpsk import BudgetAccountant, DPLogisticRegression
 from dpsk._random import NoiseSource
-from dpsk.model_selection import DPGridSearch
-from dpsk.model_selection import _search
-from dpsk.model_selection import _stopping
+from dpsk.model_selection import DPGridSearch, _search, _stopping
 from dpsk.model_selection._stopping import (
     default_stop_probability,
     discrete_laplace_noise,

@@ -8,8 +8,14 @@ from scipy import stats
 from scipy.optimize import minimize
 
 import dpsk._beyond_erm as robust_erm_module
-from dpsk import BudgetAccountant, DPRobustLogisticRegression, GaussianEvent, PureDPEvent
-from dpsk import robust_accuracy
+from dpsk import (
+    BudgetAccountant,
+    DPRobustLogisticRegression,
+    GaussianEvent,
+    PureDPEvent,
+    robust_accuracy,
+)
+from dpsk._beyond_erm import private_robust_erm, robust_sensitivity
 from dpsk._mechanisms import (
     analytic_gaussian_sigma,
     output_perturbation_beta,
@@ -18,7 +24,6 @@ from dpsk._mechanisms import (
     rounding_radius,
 )
 from dpsk._random import NoiseSource
-from dpsk._beyond_erm import private_robust_erm, robust_sensitivity
 from dpsk._robust_solver import _RobustObjective, minimize_robust_logistic
 
 EXACT_TOL = 1e-13

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from dpsk import BudgetAccountant, DPLogisticRegression
-from dpsk import _losses
+from dpsk import BudgetAccountant, DPLogisticRegression, _losses
 
 
 def _blas_threads():
@@ -44,9 +43,9 @@ from sklearn import config_context  # noqa: E402
 from dpsk._design import DesignRows, design_rows  # noqa: E402
 from dpsk._gradient import noisy_gradient_descent  # noqa: E402
 from dpsk._losses import HuberLoss, LogisticLoss, MultinomialLoss  # noqa: E402
+from dpsk._multinomial_solver import minimize_multinomial_loss  # noqa: E402
 from dpsk._random import noise_source  # noqa: E402
 from dpsk._solver import minimize_regularized_loss  # noqa: E402
-from dpsk._multinomial_solver import minimize_multinomial_loss  # noqa: E402
 from dpsk._validation import design_matrix  # noqa: E402
 
 

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dpsk import SolverError
-from dpsk import _solver
+from dpsk import SolverError, _solver
 from dpsk._losses import HuberLoss, LogisticLoss
 from dpsk._mechanisms import objective_perturbation_calibration
 from dpsk._solver import _accelerated_gradient, _Objective, minimize_regularized_loss

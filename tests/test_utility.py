@@ -162,7 +162,9 @@ def test_derivative_matches_finite_differences(data, perturbation, delta, loss, 
 
     # The paper's Eq. 6 sign (b' along +u) gives the wrong derivative.
     if perturbation == "objective":
-        flipped = (lambda e: (1.0 / law(e)[0], law(e)[1]))  # scale increasing in epsilon
+        def flipped(e):  # scale increasing in epsilon
+            return 1.0 / law(e)[0], law(e)[1]
+
         wrong = perturbed_optimum_derivative(w, Z, y_pm, loss, flipped, epsilon)
         assert not np.allclose(wrong, numeric, rtol=0.1)
 
@@ -175,8 +177,9 @@ def test_noise_law_is_the_one_private_erm_draws(monkeypatch, perturbation, delta
     y_pm = np.where(y == 1, 1.0, -1.0)
     seen = []
     real_gamma, real_gauss = erm.gamma_norm_noise, erm.gaussian_noise
-    monkeypatch.setattr(erm, "gamma_norm_noise",
-                        lambda dim, beta, rng: seen.append(1.0 / beta) or real_gamma(dim, beta, rng))
+    monkeypatch.setattr(
+        erm, "gamma_norm_noise",
+        lambda dim, beta, rng: seen.append(1.0 / beta) or real_gamma(dim, beta, rng))
     monkeypatch.setattr(erm, "gaussian_noise",
                         lambda dim, sigma, rng: seen.append(sigma) or real_gauss(dim, sigma, rng))
     erm.private_erm(Z, y_pm, LogisticLoss(), 0.7, 1e-2, perturbation, NoiseSource.seeded(0),

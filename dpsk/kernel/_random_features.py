@@ -13,8 +13,8 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils import gen_batches
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._losses import MultinomialLoss, make_loss

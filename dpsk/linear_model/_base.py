@@ -10,12 +10,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._accounting import BudgetAccountant
-from .._events import ApproxDPEvent, GaussianEvent, PureDPEvent
-from .._mechanisms import analytic_gaussian_sigma
-from .._mixin import PrivacyAccountingMixin
 from .._dask import DaskDesignRows, class_indices, is_dask_array, validate_dask_input
 from .._design import design_rows
 from .._erm import private_erm
+from .._events import ApproxDPEvent, GaussianEvent, PureDPEvent
+from .._mechanisms import analytic_gaussian_sigma
+from .._mixin import PrivacyAccountingMixin
 from .._random import noise_source, validate_random_state
 from .._validation import (
     binary_targets,

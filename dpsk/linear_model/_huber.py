@@ -3,7 +3,6 @@
 from numbers import Real
 
 import numpy as np
-
 from sklearn.utils._param_validation import Interval
 
 from .._losses import HuberLoss

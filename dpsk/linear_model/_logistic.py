@@ -1,7 +1,6 @@
 """Differentially private logistic regression."""
 
 import numpy as np
-
 from sklearn.utils._param_validation import StrOptions
 
 from .._losses import LogisticLoss, MultinomialLoss

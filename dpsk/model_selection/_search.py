@@ -20,8 +20,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 from .._accounting import BudgetAccountant, _validate_cost
-from .._mixin import PrivacyAccountingMixin
 from .._mechanisms import exponential_mechanism
+from .._mixin import PrivacyAccountingMixin
 from .._pipeline_check import _learning_parts
 from .._random import noise_source, public_rng, validate_random_state
 from .._silence import silenced

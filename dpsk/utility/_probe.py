@@ -16,7 +16,7 @@ from .._erm import _noise_law, _tolerance_floor
 from .._solver import minimize_regularized_loss
 from .._validation import INTERCEPT_SCALE, clip_rows, design_matrix
 from ..kernel._random_features import DPKernelClassifier, fourier_features
-from ._common import check_epsilons, check_estimator, check_count, describe
+from ._common import check_count, check_epsilons, check_estimator, describe
 from ._curve import UtilityCurve
 
 __all__ = ["probe_curve", "perturbed_optimum_derivative"]
