@@ -1,8 +1,9 @@
 """Sphinx configuration for the dpsk documentation (``pip install .[docs]``)."""
 
+from pathlib import Path
+
 project = "dpsk"
 author = "dpsk developers"
-from pathlib import Path
 
 extensions = [
     "sphinx.ext.autodoc",

@@ -66,5 +66,6 @@ fig.tight_layout()
 # :doc:`/auto_examples/plot_choosing_epsilon` for bands.
 total_epsilon, total_delta = accountant.total()
 print(f"non-private test error: {baseline_error:.3f}")
-print(f"{len(accountant.events)} fits spent epsilon = {total_epsilon:.2f}, delta = {total_delta:.1e}")
+print(f"{len(accountant.events)} fits spent epsilon = {total_epsilon:.2f}, "
+      f"delta = {total_delta:.1e}")
 print(f"sum of the epsilons: {2 * np.sum(epsilons):.2f}")
