@@ -1,6 +1,7 @@
 """The documentation: a warning-free Sphinx build, and docstrings that read as text."""
 
 import inspect
+import posixpath
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,7 @@ def test_sphinx_build_is_warning_free(tmp_path):
     pytest.importorskip("numpydoc")
     pytest.importorskip("sphinx_gallery")
     pytest.importorskip("matplotlib")
+    pytest.importorskip("pydata_sphinx_theme")
     if not DOCS.is_dir():
         pytest.skip("no docs/ next to the tests (not a source checkout)")
     before = _source_tree()
@@ -59,3 +61,34 @@ def test_sphinx_build_is_warning_free(tmp_path):
     assert _source_tree() == before
     assert (tmp_path / "html" / "api.html").exists()
     assert (tmp_path / "html" / "auto_examples" / "index.html").exists()
+    # Intersphinx works offline: the API page links to scikit-learn's own pages.
+    api = (tmp_path / "html" / "api.html").read_text()
+    assert "https://scikit-learn.org/stable/modules/generated/sklearn.pipeline.Pipeline.html" in api
+
+
+def test_offline_inventories_follow_each_projects_url_scheme(tmp_path):
+    inventory = pytest.importorskip("sphinx.util.inventory")
+    if not DOCS.is_dir():
+        pytest.skip("no docs/ next to the tests (not a source checkout)")
+    sys.path.insert(0, str(DOCS))
+    try:
+        from _inventories import write_inventories
+    finally:
+        sys.path.remove(str(DOCS))
+    mapping = write_inventories(tmp_path)
+    expected = {
+        "sklearn": ("py:class", "sklearn.pipeline.Pipeline",
+                    "https://scikit-learn.org/stable/modules/generated/"
+                    "sklearn.pipeline.Pipeline.html#sklearn.pipeline.Pipeline"),
+        "numpy": ("py:function", "numpy.clip",
+                  "https://numpy.org/doc/stable/reference/generated/numpy.clip.html#numpy.clip"),
+        "scipy": ("py:function", "scipy.optimize.minimize",
+                  "https://docs.scipy.org/doc/scipy/reference/generated/"
+                  "scipy.optimize.minimize.html#scipy.optimize.minimize"),
+    }
+    for key, (role, name, url) in expected.items():
+        base, (path,) = mapping[key]
+        with open(path, "rb") as stream:
+            data = inventory.InventoryFile.load(stream, base, posixpath.join)
+        found = data[role][name]
+        assert getattr(found, "uri", None) == url or url in tuple(found)
