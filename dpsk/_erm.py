@@ -6,14 +6,8 @@ binary problem, or once for a whole multinomial (softmax) model. Reading it top
 to bottom shows where each part of epsilon goes.
 """
 
-import contextlib
-import contextvars
-import hashlib
 import math
 from dataclasses import dataclass
-
-import numpy as np
-import scipy.sparse as sp
 
 from ._gradient import noisy_gradient_descent
 from ._mechanisms import (
@@ -32,6 +26,7 @@ from ._mechanisms import (
 )
 from ._multinomial_solver import minimize_multinomial_loss, multinomial_tolerance_floor
 from ._silence import silenced
+from ._solution_cache import shared_solution
 from ._solver import minimize_regularized_loss, tolerance_floor
 from ._threads import single_threaded_blas
 
@@ -241,51 +236,9 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
                        plan.grid).reshape(shape)
 
 
-#: Solutions the utility Monte Carlo shares between fits (``_reusing_solutions``).
-_REUSED_SOLUTIONS = contextvars.ContextVar("dpsk_reused_solutions", default=None)
-
-
-@contextlib.contextmanager
-def _reusing_solutions(store):
-    """Within the block, output perturbation looks its non-private solve up in ``store``.
-
-    A private hook for ``dpsk.utility``, whose Monte Carlo fits one model many
-    times on the same public data: output perturbation's minimiser does not
-    depend on epsilon or on the noise, so one solve serves every draw. The key
-    is the exact content of the problem (loss, ``Z``, ``y``, ``alpha``,
-    ``tol``), and the solver is deterministic, so a fit inside the block
-    releases bit for bit what it would release outside (tested). ``store`` is a
-    dict that may be filled in one process and passed to joblib workers.
-    Never used by an estimator's own fit.
-    """
-    token = _REUSED_SOLUTIONS.set(store)
-    try:
-        yield store
-    finally:
-        _REUSED_SOLUTIONS.reset(token)
-
-
 def _output_minimizer(loss, Z, y, alpha, tol):
-    """Output perturbation's solve, shared through ``_reusing_solutions`` when active."""
-    store = _REUSED_SOLUTIONS.get()
-    if store is None or not (sp.issparse(Z) or isinstance(Z, np.ndarray)):
-        # A chunked design (dpsk._design) is not hashed: its rows are not stored.
-        return _minimize(loss, Z, y, alpha, tol)
-    key = _problem_key(loss, Z, y, alpha, tol)
-    if key not in store:
-        store[key] = _minimize(loss, Z, y, alpha, tol)
-    return store[key].copy()
-
-
-def _problem_key(loss, Z, y, alpha, tol):
-    digest = hashlib.blake2b(digest_size=20)
-    digest.update(repr((repr(loss), float(alpha), float(tol), Z.shape)).encode())
-    parts = (Z.data, Z.indices, Z.indptr) if sp.issparse(Z) else (Z,)
-    for part in (*parts, y):
-        part = np.ascontiguousarray(part)
-        digest.update(str(part.dtype).encode())
-        digest.update(part.view(np.uint8).ravel())
-    return digest.hexdigest()
+    """Output perturbation's solve, shared with ``dpsk.utility``'s Monte Carlo when active."""
+    return shared_solution((loss, Z, y, alpha, tol), lambda: _minimize(loss, Z, y, alpha, tol))
 
 
 def _noise_law(loss, n, d, epsilon, alpha, perturbation, tol=1e-10, delta=0.0):

@@ -157,11 +157,12 @@ def test_float32_fit_memory(perturbation):
 
 
 def test_reused_solutions_skip_a_chunked_design():
-    from dpsk._erm import _reusing_solutions, private_erm
+    from dpsk._erm import private_erm
+    from dpsk._solution_cache import reusing_solutions
 
     X, y = _data(n=500)
     y = np.where(y == 1, 1.0, -1.0)
-    with _reusing_solutions({}) as store:
+    with reusing_solutions({}) as store:
         w = private_erm(DesignRows(X, 1.0, True, block=100), y, LogisticLoss(), 1.0, 1e-2,
                         "output", noise_source(0))
     assert store == {} and np.all(np.isfinite(w))

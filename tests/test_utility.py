@@ -17,6 +17,7 @@ from dpsk import (
 )
 from dpsk._losses import HuberLoss, LogisticLoss
 from dpsk._random import NoiseSource
+from dpsk._solution_cache import reusing_solutions
 from dpsk._solver import minimize_regularized_loss
 from dpsk.utility import (
     UtilityCurve,
@@ -77,7 +78,7 @@ def test_reused_solution_releases_the_same_bits(data):
                                classes=[0, 1], accountant=BudgetAccountant())
     plain = est.fit(X, y).coef_.copy()
     store = {}
-    with erm._reusing_solutions(store):
+    with reusing_solutions(store):
         first = est.set_params(random_state=5).fit(X, y).coef_.copy()
         again = est.fit(X, y).coef_.copy()
     assert len(store) == 1

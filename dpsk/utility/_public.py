@@ -9,8 +9,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_X_y
 
 from .._accounting import BudgetAccountant
-from .._erm import _reusing_solutions
 from .._random import public_rng, validate_random_state
+from .._solution_cache import reusing_solutions
 from ._common import (
     check_count,
     check_epsilons,
@@ -193,7 +193,7 @@ def _shared_solutions(base, X_train, y_train):
     if base[1]["perturbation"] != "output":
         return None
     store = {}
-    with _reusing_solutions(store):
+    with reusing_solutions(store):
         _fit(base, 1.0, 0, X_train, y_train)
     return store
 
@@ -212,7 +212,7 @@ def _one_draw(base, epsilon, seed, X_train, y_train, X_test, y_test, store):
     if store is None:
         fitted = _fit(base, epsilon, seed, X_train, y_train)
     else:
-        with _reusing_solutions(store):
+        with reusing_solutions(store):
             fitted = _fit(base, epsilon, seed, X_train, y_train)
     return held_out_metrics(fitted, X_test, y_test)
 
