@@ -79,7 +79,7 @@ points = np.c_[xx.ravel(), yy.ravel()]
 
 panels = [("non-private SVC (RBF)", nonprivate)]
 panels += [(f"DPKernelClassifier, epsilon = {eps:g}", m) for eps, m in zip(epsilons, private)]
-fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 4.2))
+fig, axes = plt.subplots(1, len(panels), figsize=(3.5 * len(panels), 4), layout="constrained")
 for ax, (title, model) in zip(axes, panels):
     score = model.decision_function(points).reshape(xx.shape)
     ax.contourf(xx, yy, score > 0, levels=[-0.5, 0.5, 1.5], colors=["C0", "C1"], alpha=0.25)
@@ -90,7 +90,6 @@ for ax, (title, model) in zip(axes, panels):
     ax.set_aspect("equal")
     ax.set_xticks([])
     ax.set_yticks([])
-fig.tight_layout()
 
 # %%
 # At small epsilon the noise on the 100 weights distorts the boundary; by
