@@ -32,7 +32,8 @@ from dpsk import BudgetAccountant, DPKernelClassifier
 #
 # The privacy guarantee does not depend on ``data_norm`` (every feature row
 # has norm exactly 1, whatever the input); it fixes the input domain that
-# ``gamma`` refers to, so it must be chosen from domain knowledge, never from
+# ``gamma`` refers to (the kernel model clips rows to ``data_norm`` but does
+# not rescale them), so it must be chosen from domain knowledge, never from
 # the private rows.
 noise, scale = 0.08, 1.5
 X, y = make_circles(n_samples=4000, noise=noise, factor=0.5, random_state=0)
