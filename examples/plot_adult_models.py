@@ -35,7 +35,7 @@ the benchmark's two values, the better one at epsilon >= 0.1), no intercept
 for the linear models (as in the benchmark), and for the kernel model
 ``gamma = 1`` and 100 random features (the defaults; rows have norm at most 1,
 so squared distances are at most 4 and ``gamma = 1`` makes the kernel vary
-over that range).
+over that range) with its default intercept.
 
 The ``random_state`` integers below make this page reproducible: a fixed seed
 is for documentation only, never for a model you release.
