@@ -114,7 +114,7 @@ for method in ["random-stopping", "disjoint"]:
 # lower bound on its cost because of the non-private selection), DPGridSearch
 # gets ``epsilon`` for the whole search. Test errors are averaged over two
 # seeds, so the curves are still noisy.
-budgets = [0.5, 1.0, 3.0, 10.0]
+budgets = [0.5, 2.0, 10.0]
 seeds = [0, 1]
 curves = {"GridSearchCV": [], "random-stopping": [], "disjoint": []}
 for total in budgets:
@@ -141,10 +141,14 @@ fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
 names = list(totals)
 colors = ["tab:red" if name.startswith("GridSearchCV") else "tab:blue" for name in names]
 bars = left.bar(range(len(names)), [totals[n] for n in names], color=colors)
-left.bar_label(bars, fmt="%.1f")
+bar_errors = [errors["GridSearchCV"] if name.startswith("GridSearchCV")
+              else errors[name.split("(")[1].rstrip(")")] for name in names]
+left.bar_label(bars, [f"{totals[n]:.1f}\nerror {e:.3f}" for n, e in zip(names, bar_errors)],
+               fontsize=8)
 left.set_xticks(range(len(names)), names, fontsize=8)
-left.set_ylabel("total epsilon spent")
-left.set_title("every model declared at epsilon = 1")
+left.set_ylim(0, 1.2 * max(totals.values()))
+left.set_ylabel("total epsilon spent (ledger)")
+left.set_title("epsilon = 1 per model (GridSearchCV) or per search")
 
 right.semilogx(budgets, curves["GridSearchCV"], "o-", color="tab:red",
                label=f"GridSearchCV, {n_fits} fits at epsilon / {n_fits}")

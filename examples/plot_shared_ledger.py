@@ -66,10 +66,12 @@ print(f"after {cv}-fold cross-validation: {len(ledger.events)} ledger entries, "
 print("fold accuracies:", np.round(scores, 3))
 
 # %%
-# The fold accuracies are *not* private: each is computed exactly on a held-out
-# fold. The ledger covers the five fitted models, not these scores; use them
-# to compare settings on data you may look at, or tune with
-# :class:`~dpsk.model_selection.DPGridSearch`, whose selection is private.
+# The fold accuracies are *not* private: each is computed exactly, without
+# noise, on a held-out fold of the private data. The ledger covers the five
+# fitted models, not these scores: publishing them, or choosing a setting by
+# them, is a release the ledger does not see. To choose privately, tune with
+# :class:`~dpsk.model_selection.DPGridSearch` (see
+# :ref:`sphx_glr_auto_examples_plot_grid_search_cost.py`).
 #
 # The final model, fitted on all the training rows, is one more entry:
 final = pipe.fit(X_train, y_train)
