@@ -20,7 +20,7 @@ from ._events import (
     PureDPEvent,
 )
 from ._mixin import PrivacyAccountingMixin, PrivateFitError
-from ._pipeline_check import check_pipeline, warn_if_pipeline_leaks
+from ._pipeline_check import LeakyPipelineWarning, check_pipeline, warn_if_pipeline_leaks
 from ._solver import SolverError
 from ._validation import ClassesFromDataWarning
 from .kernel import DPKernelClassifier
@@ -53,6 +53,7 @@ __all__ = [
     "default_accountant",
     "SolverError",
     "ClassesFromDataWarning",
+    "LeakyPipelineWarning",
     "check_pipeline",
     "warn_if_pipeline_leaks",
     "PrivatePipeline",

@@ -109,6 +109,10 @@ class PrivacyAccountingMixin:
         -------
         self
         """
+        # Imported here: the check reads this mixin's type to find private steps.
+        from ._pipeline_check import warn_from_calling_pipeline
+
+        warn_from_calling_pipeline(self)
         epsilon, delta = self._privacy_cost()
         event = self._privacy_event()
         accountant = self._resolve_accountant()

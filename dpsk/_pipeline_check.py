@@ -47,6 +47,7 @@ learn a mean, median or mode, encoders that learn categories, feature selectors,
 data, so its result is public.
 """
 
+import sys
 import warnings
 
 from sklearn.compose import ColumnTransformer
@@ -56,7 +57,19 @@ from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, OrdinalEnc
 
 from ._mixin import PrivacyAccountingMixin
 
-__all__ = ["check_pipeline", "warn_if_pipeline_leaks"]
+__all__ = ["check_pipeline", "warn_if_pipeline_leaks", "LeakyPipelineWarning"]
+
+
+class LeakyPipelineWarning(UserWarning):
+    """A step before a dpsk estimator learns from the training data.
+
+    Emitted when a pipeline holding a dpsk estimator is fitted (a plain
+    :class:`~sklearn.pipeline.Pipeline` or a :class:`dpsk.PrivatePipeline`) and
+    by :func:`warn_if_pipeline_leaks`. The text names the steps and nothing of
+    the data. Filter it (``warnings.filterwarnings("ignore",
+    category=LeakyPipelineWarning)``) for a step you know was fitted on public
+    data, such as a frozen one.
+    """
 
 _SAFE_STRINGS = ("passthrough", "drop")
 
@@ -189,7 +202,7 @@ def check_pipeline(pipeline):
 
 
 def warn_if_pipeline_leaks(pipeline):
-    """Warn with a ``UserWarning`` naming the steps :func:`check_pipeline` finds.
+    """Warn with a :class:`LeakyPipelineWarning` naming the steps :func:`check_pipeline` finds.
 
     Parameters
     ----------
@@ -202,8 +215,64 @@ def warn_if_pipeline_leaks(pipeline):
     """
     names = check_pipeline(pipeline)
     if names:
-        warnings.warn(_leak_message(names), UserWarning, stacklevel=2)
+        warnings.warn(_leak_message(names), LeakyPipelineWarning, stacklevel=2)
     return names
+
+
+#: How far up the call stack a fit looks for the Pipeline that called it: the
+#: pipeline's ``fit`` and scikit-learn's ``_fit_context`` wrappers around both.
+_CALLER_FRAMES = 8
+
+
+def _calling_pipeline(estimator):
+    """The plain :class:`~sklearn.pipeline.Pipeline` whose ``fit`` is fitting ``estimator``.
+
+    A dpsk estimator is handed already-transformed data and no reference to the
+    pipeline around it, so the only way to see an earlier step is to look at
+    the caller: the nearest frame whose ``self`` is a Pipeline with
+    ``estimator`` as one of its steps. That reads object identities and nothing
+    of the data. A :class:`dpsk.pipeline.PrivatePipeline` is skipped: it ran
+    the check itself before fitting any step.
+
+    Returns
+    -------
+    pipeline : Pipeline or None
+    stacklevel : int
+        For :func:`warnings.warn` called by this function's caller: the first
+        frame above the pipeline outside scikit-learn and dpsk, i.e. the user's
+        ``fit`` call.
+    """
+    frame, level = sys._getframe(1), 1
+    for _ in range(_CALLER_FRAMES):
+        frame, level = frame.f_back, level + 1
+        if frame is None:
+            return None, 0
+        caller = frame.f_locals.get("self")
+        if isinstance(caller, Pipeline) and any(
+                step is estimator for _, step in caller.steps):
+            break
+    else:
+        return None, 0
+    if getattr(caller, "_checks_itself", False):
+        return None, 0
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").split(".")[0] in (
+            "sklearn", "dpsk", "joblib"):
+        frame, level = frame.f_back, level + 1
+    return caller, level
+
+
+def warn_from_calling_pipeline(estimator):
+    """Warn once, at fit time, if the Pipeline fitting ``estimator`` leaks.
+
+    Called by every dpsk fit before it reads the data. The warning names the
+    learning steps (public parameters only), as :func:`warn_if_pipeline_leaks`.
+    """
+    pipeline, stacklevel = _calling_pipeline(estimator)
+    if pipeline is None:
+        return
+    names = check_pipeline(pipeline)
+    if names:
+        warnings.warn(_leak_message(names), LeakyPipelineWarning, stacklevel=stacklevel)
 
 
 def _leak_message(names):

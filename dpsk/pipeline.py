@@ -1,8 +1,10 @@
 """A pipeline that checks, when it is fitted, that no step learns before the private model.
 
-A dpsk estimator cannot see the pipeline it sits in, so it cannot tell whether an
-earlier step learned from the data. :class:`PrivatePipeline` runs
-:func:`dpsk.check_pipeline` at the start of every fit instead. The check reads only
+A dpsk estimator is handed transformed data, not the pipeline it sits in; inside
+a plain :class:`~sklearn.pipeline.Pipeline` it finds the pipeline by looking at
+its caller and warns as its own fit starts, after the earlier steps have been
+fitted. :class:`PrivatePipeline` runs :func:`dpsk.check_pipeline` before any
+step is fitted, and can refuse instead (``strict=True``). The check reads only
 the steps' types and parameters, so the warning (or error) it gives depends on
 nothing but public parameters.
 """
@@ -11,7 +13,7 @@ import warnings
 
 from sklearn.pipeline import Pipeline
 
-from ._pipeline_check import _leak_message, check_pipeline
+from ._pipeline_check import LeakyPipelineWarning, _leak_message, check_pipeline
 
 __all__ = ["PrivatePipeline", "make_private_pipeline"]
 
@@ -54,6 +56,8 @@ class PrivatePipeline(Pipeline):
     """
 
     _parameter_constraints = {**Pipeline._parameter_constraints, "strict": ["boolean"]}
+    # It checks itself before any step is fitted, so its dpsk steps need not warn again.
+    _checks_itself = True
 
     def __init__(self, steps, *, strict=False, transform_input=None, memory=None,
                  verbose=False):
@@ -68,7 +72,7 @@ class PrivatePipeline(Pipeline):
             return
         if self.strict:
             raise ValueError(_leak_message(names))
-        warnings.warn(_leak_message(names), UserWarning, stacklevel=3)
+        warnings.warn(_leak_message(names), LeakyPipelineWarning, stacklevel=3)
 
     def fit(self, X, y=None, **params):
         """Check the steps (see the class docstring), then fit as a Pipeline."""

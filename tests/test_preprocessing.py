@@ -10,6 +10,7 @@ from sklearn.base import clone
 from sklearn.compose import ColumnTransformer, make_column_transformer
 from sklearn.decomposition import PCA
 from sklearn.impute import MissingIndicator, SimpleImputer
+from sklearn.model_selection import GridSearchCV, cross_validate
 from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
 from sklearn.preprocessing import (
     FunctionTransformer,
@@ -21,7 +22,14 @@ from sklearn.preprocessing import (
 )
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dpsk import BudgetAccountant, DPHuberSVM, DPLogisticRegression
+from dpsk import (
+    BudgetAccountant,
+    DPGridSearch,
+    DPHuberSVM,
+    DPLogisticRegression,
+    DPPredictionEnsemble,
+    LeakyPipelineWarning,
+)
 from dpsk._pipeline_check import check_pipeline, warn_if_pipeline_leaks
 from dpsk.pipeline import PrivatePipeline, make_private_pipeline
 from dpsk.preprocessing import BoundedScaler, RowNormClipper
@@ -207,7 +215,9 @@ def test_check_pipeline_works_on_fitted_pipelines():
     rng = np.random.default_rng(0)
     X, y = rng.uniform(0, 0.5, size=(60, 2)), np.repeat([0, 1], 30)
     pipe = make_pipeline(StandardScaler(), DPLogisticRegression(random_state=0))
-    assert check_pipeline(pipe.fit(X, y)) == ["standardscaler"]
+    with pytest.warns(LeakyPipelineWarning):
+        pipe.fit(X, y)
+    assert check_pipeline(pipe) == ["standardscaler"]
 
 
 def test_check_pipeline_rejects_non_pipelines_and_non_private_ones():
@@ -355,6 +365,67 @@ def test_mixed_table_pipeline_fits_end_to_end_without_warnings():
     assert acc.spends == [(1.0, 0.0)]
     assert pipe.predict(X).shape == (200,)
     assert pipe[:-1].transform(X).shape == (200, 2 + 4 + 2)
+
+
+# -- the warning from a plain Pipeline ---------------------------------------------------
+
+
+def _leak_warnings(fit, *args):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        fit(*args)
+    return [w for w in record if issubclass(w.category, LeakyPipelineWarning)]
+
+
+def _blobs(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(120, 3))
+    return X, (X[:, 0] > 0).astype(int)
+
+
+@pytest.mark.parametrize("model", [
+    DPLogisticRegression(classes=[0, 1], random_state=0),
+    DPHuberSVM(classes=[0, 1], random_state=0),
+    DPPredictionEnsemble(DPLogisticRegression(), classes=[0, 1], n_teachers=2, random_state=0),
+    DPGridSearch(DPLogisticRegression(classes=[0, 1]), {"alpha": [1e-2, 1e-3]},
+                 random_state=0),
+])
+def test_plain_pipeline_warns_once_at_fit_naming_the_leaky_steps(model):
+    pipe = make_pipeline(StandardScaler(), clone(model))
+    leaks = _leak_warnings(pipe.fit, *_blobs(0))
+    assert len(leaks) == 1
+    assert "['standardscaler']" in str(leaks[0].message)
+    assert leaks[0].filename == __file__  # points at the user's call, not the library
+
+
+def test_plain_pipeline_warning_says_nothing_of_the_data():
+    # Neighbouring data sets and a very different one: the same warning, word for word.
+    X, y = _blobs(1)
+    texts = set()
+    for Xi, yi in ((X, y), (X[1:], y[1:]), (X * 1e6, 1 - y)):
+        pipe = make_pipeline(StandardScaler(), DPLogisticRegression(classes=[0, 1]))
+        texts |= {str(w.message) for w in _leak_warnings(pipe.fit, Xi, yi)}
+    assert len(texts) == 1
+
+
+def test_no_pipeline_warning_for_safe_pipelines_standalone_fits_or_private_pipelines():
+    X, y = _blobs(2)
+    model = DPLogisticRegression(classes=[0, 1], random_state=0)
+    assert _leak_warnings(make_pipeline(RowNormClipper(), clone(model)).fit, X, y) == []
+    assert _leak_warnings(clone(model).fit, X, y) == []
+    # PrivatePipeline checked before fitting its steps: one warning, not two.
+    private = make_private_pipeline(StandardScaler(), clone(model))
+    assert len(_leak_warnings(private.fit, X, y)) == 1
+
+
+def test_plain_pipeline_warns_through_model_selection():
+    X, y = _blobs(3)
+    pipe = make_pipeline(StandardScaler(), DPLogisticRegression(classes=[0, 1], random_state=0))
+    leaks = _leak_warnings(
+        lambda: GridSearchCV(pipe, {"dplogisticregression__alpha": [1e-2]}, cv=2).fit(X, y))
+    assert len(leaks) == 3  # two folds and the refit
+    result = cross_validate(pipe, X, y, cv=2, return_estimator=True)
+    assert len(result["estimator"]) == 2
 
 
 # -- PrivatePipeline ---------------------------------------------------------------------

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._accounting import BudgetAccountant, BudgetExceededError
 from .._events import ExponentialEvent
 from .._mixin import PrivacyAccountingMixin
+from .._pipeline_check import warn_from_calling_pipeline
 from .._random import public_rng, validate_random_state
 from .._silence import silenced
 from .._validation import (
@@ -258,6 +259,7 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         """
         validate_random_state(self.random_state)
         self._validate_params()
+        warn_from_calling_pipeline(self)
         warn_if_classes_undeclared(self.classes)
         warn_if_column_vector(y)
         with silenced():
