@@ -1,6 +1,7 @@
 """make_table_encoder: a schema-driven encoder that learns nothing from the data."""
 
 import pickle
+import sys
 import warnings
 
 import numpy as np
@@ -75,6 +76,49 @@ def test_encoding_values():
     np.testing.assert_array_equal(Xt[:, 2:6], [[0, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0]])
     np.testing.assert_array_equal(Xt[:, 6:], [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
     assert list(enc.get_feature_names_out()[:3]) == ["age", "hours", "job_clerk"]
+
+
+# Missing entries in every form pandas (1.5 to 3) can hold them. SimpleImputer alone
+# sees only NaN: an object column keeps None on pandas < 3 and pandas.NA breaks it.
+_MISSING_FORMS = {
+    "object-None": lambda: pd.Series(["F", None, "M", "pilot"], dtype=object),
+    "object-NA": lambda: pd.Series(["F", pd.NA, "M", "pilot"], dtype=object),
+    "object-NaN": lambda: pd.Series(["F", np.nan, "M", "pilot"], dtype=object),
+    "string": lambda: pd.Series(["F", None, "M", "pilot"], dtype="string"),
+    "category": lambda: pd.Series(["F", None, "M", "pilot"], dtype="category"),
+}
+_NUMERIC_FORMS = {
+    "float": lambda: pd.Series([17.0, np.nan, 90.0, 200.0]),
+    "Float64": lambda: pd.Series([17.0, None, 90.0, 200.0], dtype="Float64"),
+    "Int64": lambda: pd.Series([17, None, 90, 200], dtype="Int64"),
+    "object-None": lambda: pd.Series([17.0, None, 90.0, 200.0], dtype=object),
+}
+
+
+@pytest.mark.parametrize("numeric_form", sorted(_NUMERIC_FORMS))
+@pytest.mark.parametrize("categorical_form", sorted(_MISSING_FORMS))
+def test_missing_entries_in_any_form_are_filled(categorical_form, numeric_form):
+    frame = pd.DataFrame({"age": _NUMERIC_FORMS[numeric_form](),
+                          "sex": _MISSING_FORMS[categorical_form]()})
+    Xt = make_table_encoder({"age": (17, 90)}, {"sex": ["F", "M"]}).fit_transform(frame)
+    np.testing.assert_array_equal(Xt, [[0.0, 1, 0, 0], [0.5, 0, 0, 1], [1.0, 0, 1, 0],
+                                       [1.0, 0, 0, 0]])
+    Xt = make_table_encoder({"age": (17, 90)}, {"sex": ["F", "M"]},
+                            fill_categorical=None).fit_transform(frame)
+    np.testing.assert_array_equal(Xt[:, 1:], [[1, 0], [0, 0], [0, 1], [0, 0]])
+
+
+def test_missing_marking_without_pandas(monkeypatch):
+    from dpsk.preprocessing import _table
+
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now fails
+    X = np.array([["a", None], [np.nan, 1.0]], dtype=object)
+    out = _table._missing_to_nan(X)
+    assert out[0, 0] == "a" and out[1, 1] == 1.0
+    assert np.isnan(out[0, 1]) and np.isnan(out[1, 0])
+    assert X[0, 1] is None  # the input is not modified
+    floats = np.array([[1.0, np.nan]])
+    assert _table._missing_to_nan(floats) is floats
 
 
 def test_integer_positions_and_numeric_categories():

@@ -4,10 +4,11 @@ import math
 from collections.abc import Hashable, Mapping
 from numbers import Integral, Real
 
+import numpy as np
 from sklearn.compose import ColumnTransformer
 from sklearn.impute import SimpleImputer
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import OneHotEncoder
+from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 
 from ._data import BoundedScaler
 
@@ -107,6 +108,35 @@ def _check_schema(numeric, categorical, fill_categorical=None):
     return bounds, categories
 
 
+def _is_missing(values):
+    """Elementwise: None, NaN, NaT or ``pandas.NA``, in an object array."""
+    try:
+        from pandas import isna
+    except ImportError:  # without pandas there is no pandas.NA to find
+        return np.frompyfunc(lambda v: v is None or v != v, 1, 1)(values).astype(bool)
+    return np.asarray(isna(values), dtype=bool)
+
+
+def _missing_to_nan(X):
+    """Mark every missing entry of an object array with NaN, entry by entry.
+
+    ``SimpleImputer`` finds missing entries of an object array by ``x != x``,
+    which is true for NaN only: a None stays (pandas < 3 keeps None in object
+    columns; pandas 3 stores missing strings as NaN) and ``pandas.NA`` makes it
+    fail. Stateless, so the encoder still learns nothing from the data.
+    """
+    values = np.asarray(X)
+    if values.dtype != object:  # numbers: NaN is already the only missing marker
+        return values
+    values = values.copy()
+    values[_is_missing(values)] = np.nan
+    return values
+
+
+def _mark_missing():
+    return FunctionTransformer(_missing_to_nan, feature_names_out="one-to-one")
+
+
 def _numeric_fill(fill_numeric, low, high):
     if isinstance(fill_numeric, str) and fill_numeric == "midpoint":
         return (low + high) / 2.0
@@ -139,7 +169,8 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
         the midpoint of the column's bounds, or one number for every column
         (a number outside a column's bounds is clipped to them).
     fill_categorical : str, float or None, default="__missing__"
-        Category put in place of a missing (NaN or None) categorical entry. If
+        Category put in place of a missing categorical entry (NaN, None or
+        ``pandas.NA``, whatever the column's dtype and the pandas version). If
         it is not in a column's declared list it is added to it, so missing
         entries get their own indicator column. With None, a missing entry is
         treated as an undeclared value (see ``handle_unknown``).
@@ -197,10 +228,12 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
         raise ValueError(f"handle_unknown must be one of {_HANDLE_UNKNOWN}, got "
                          f"{handle_unknown!r}.")
     # One small pipeline per numeric column: SimpleImputer takes one fill value, and
-    # the midpoint differs from column to column.
+    # the midpoint differs from column to column. Numbers in an object column can
+    # hold None or pandas.NA too, hence the same marking step as for categories.
     transformers = [
         (f"numeric{i}",
          Pipeline([
+             ("mark_missing", _mark_missing()),
              ("impute", SimpleImputer(strategy="constant",
                                       fill_value=_numeric_fill(fill_numeric, low, high),
                                       keep_empty_features=True)),
@@ -212,9 +245,11 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
     if categories:
         onehot = OneHotEncoder(categories=list(categories.values()),
                                handle_unknown=handle_unknown, sparse_output=False)
-        steps = [("onehot", onehot)]
+        # Missing entries are marked the same way even without a fill, so that
+        # None, NaN and pandas.NA are all the same undeclared value to OneHotEncoder.
+        steps = [("mark_missing", _mark_missing()), ("onehot", onehot)]
         if fill_categorical is not None:
-            steps.insert(0, ("impute", SimpleImputer(strategy="constant",
+            steps.insert(1, ("impute", SimpleImputer(strategy="constant",
                                                      fill_value=fill_categorical,
                                                      keep_empty_features=True)))
         transformers.append(("categorical", Pipeline(steps), list(categories)))
