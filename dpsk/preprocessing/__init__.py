@@ -9,5 +9,6 @@ user. Use :func:`dpsk.check_pipeline` to find the steps of a pipeline that do le
 """
 
 from ._data import BoundedScaler, RowNormClipper
+from ._table import make_table_encoder, table_norm_bound
 
-__all__ = ["BoundedScaler", "RowNormClipper"]
+__all__ = ["BoundedScaler", "RowNormClipper", "make_table_encoder", "table_norm_bound"]

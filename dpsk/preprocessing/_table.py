@@ -1,0 +1,287 @@
+"""A data-independent encoder for mixed numeric and categorical tables, from a declared schema."""
+
+import math
+from collections.abc import Hashable, Mapping
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+
+from ._data import BoundedScaler
+
+__all__ = ["make_table_encoder", "table_norm_bound"]
+
+_HANDLE_UNKNOWN = ("ignore", "error")
+
+
+def _is_number(value):
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def _check_keys(numeric, categorical):
+    """Column keys: all strings (DataFrame names) or all integers (positions), no overlap."""
+    keys = list(numeric) + list(categorical)
+    if not keys:
+        raise ValueError("The schema declares no columns: give at least one numeric or "
+                         "categorical column.")
+    if not (all(isinstance(k, str) for k in keys)
+            or all(isinstance(k, Integral) and not isinstance(k, bool) for k in keys)):
+        raise ValueError("Column keys must be all strings (DataFrame column names) or all "
+                         f"integers (column positions), got {keys!r}.")
+    both = sorted(set(numeric) & set(categorical), key=str)
+    if both:
+        raise ValueError(f"Columns {both} are declared both numeric and categorical.")
+
+
+def _check_numeric(numeric):
+    """The declared bounds as ``{column: (low, high)}`` with finite floats, low < high."""
+    checked = {}
+    for column, bounds in numeric.items():
+        if (isinstance(bounds, (str, bytes)) or not hasattr(bounds, "__len__")
+                or len(bounds) != 2 or not all(_is_number(b) for b in bounds)):
+            raise ValueError(f"numeric[{column!r}] must be a pair (low, high) of numbers, "
+                             f"got {bounds!r}.")
+        low, high = float(bounds[0]), float(bounds[1])
+        if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
+            raise ValueError(f"numeric[{column!r}] must have finite bounds with low < high, "
+                             f"got {bounds!r}.")
+        checked[column] = (low, high)
+    return checked
+
+
+def _check_categories(column, values, fill):
+    """One column's declared categories as a list ready for ``OneHotEncoder``.
+
+    A string ``fill`` not among them is appended (missing entries get their own
+    indicator); numeric categories are sorted, as ``OneHotEncoder`` requires.
+    """
+    if isinstance(values, (str, bytes, Mapping)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"categorical[{column!r}] must be a list of categories, got "
+                         f"{values!r}.")
+    values = list(values)
+    if not values:
+        raise ValueError(f"categorical[{column!r}] declares no categories.")
+    for value in values:
+        if value is None or (_is_number(value) and math.isnan(value)):
+            raise ValueError(f"categorical[{column!r}] contains a missing value ({value!r}); "
+                             "declare how missing entries are encoded with fill_categorical "
+                             "instead.")
+        if not isinstance(value, Hashable):
+            raise ValueError(f"categorical[{column!r}] contains an unhashable value "
+                             f"{value!r}.")
+    if len(set(values)) != len(values):
+        raise ValueError(f"categorical[{column!r}] lists a category more than once: "
+                         f"{values!r}.")
+    strings = all(isinstance(v, str) for v in values)
+    if not (strings or all(_is_number(v) for v in values)):
+        raise ValueError(f"categorical[{column!r}] must hold only strings or only numbers, "
+                         f"got {values!r}.")
+    if fill is not None:
+        if strings != isinstance(fill, str):
+            raise ValueError(f"fill_categorical={fill!r} does not match the type of the "
+                             f"categories of {column!r} (strings or numbers); give a fill "
+                             "value of that type, or None.")
+        if fill not in values:
+            values.append(fill)
+    return values if strings else sorted(values)
+
+
+def _check_schema(numeric, categorical, fill_categorical=None):
+    """Validate a schema; return it as ``(bounds, categories)`` dicts."""
+    numeric = {} if numeric is None else numeric
+    categorical = {} if categorical is None else categorical
+    for name, value in (("numeric", numeric), ("categorical", categorical)):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{name} must be a mapping from column to its declaration, got "
+                            f"{type(value).__name__}.")
+    _check_keys(numeric, categorical)
+    if fill_categorical is not None and not (isinstance(fill_categorical, str)
+                                             or _is_number(fill_categorical)):
+        raise ValueError(f"fill_categorical must be a string, a number or None, got "
+                         f"{fill_categorical!r}.")
+    bounds = _check_numeric(numeric)
+    categories = {column: _check_categories(column, values, fill_categorical)
+                  for column, values in categorical.items()}
+    return bounds, categories
+
+
+def _is_missing(values):
+    """Elementwise: None, NaN, NaT or ``pandas.NA``, in an object array."""
+    try:
+        from pandas import isna
+    except ImportError:  # without pandas there is no pandas.NA to find
+        return np.frompyfunc(lambda v: v is None or v != v, 1, 1)(values).astype(bool)
+    return np.asarray(isna(values), dtype=bool)
+
+
+def _missing_to_nan(X):
+    """Mark every missing entry of an object array with NaN, entry by entry.
+
+    ``SimpleImputer`` finds missing entries of an object array by ``x != x``,
+    which is true for NaN only: a None stays (pandas < 3 keeps None in object
+    columns; pandas 3 stores missing strings as NaN) and ``pandas.NA`` makes it
+    fail. Stateless, so the encoder still learns nothing from the data.
+    """
+    values = np.asarray(X)
+    if values.dtype != object:  # numbers: NaN is already the only missing marker
+        return values
+    values = values.copy()
+    values[_is_missing(values)] = np.nan
+    return values
+
+
+def _mark_missing():
+    return FunctionTransformer(_missing_to_nan, feature_names_out="one-to-one")
+
+
+def _numeric_fill(fill_numeric, low, high):
+    if isinstance(fill_numeric, str) and fill_numeric == "midpoint":
+        return (low + high) / 2.0
+    return float(fill_numeric)
+
+
+def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint",
+                       fill_categorical="__missing__", handle_unknown="ignore"):
+    """Build a column transformer that encodes a mixed table from a declared schema.
+
+    Everything the transformer does is fixed by the schema: numeric columns are
+    mapped from declared bounds to ``[0, 1]`` (clipping outside them), categorical
+    columns are one-hot encoded over declared category lists, and missing entries
+    get declared fill values. Its ``fit`` learns nothing from the values of the
+    data, so it can sit in front of any dpsk estimator at no privacy cost, and
+    :func:`dpsk.check_pipeline` accepts it. Columns not in the schema are dropped.
+
+    Parameters
+    ----------
+    numeric : mapping of column to (low, high), default=None
+        Declared bounds of each numeric column (finite, ``low < high``). Keys are
+        DataFrame column names (strings) or column positions (integers), the same
+        kind for every column in the schema.
+    categorical : mapping of column to list, default=None
+        Declared categories of each categorical column: non-empty, no
+        duplicates, only strings or only numbers, no missing value. Values
+        outside the list are handled as ``handle_unknown`` says.
+    fill_numeric : "midpoint" or float, default="midpoint"
+        Value put in place of a missing (NaN) numeric entry, before scaling:
+        the midpoint of the column's bounds, or one number for every column
+        (a number outside a column's bounds is clipped to them).
+    fill_categorical : str, float or None, default="__missing__"
+        Category put in place of a missing categorical entry (NaN, None or
+        ``pandas.NA``, whatever the column's dtype and the pandas version). If
+        it is not in a column's declared list it is added to it, so missing
+        entries get their own indicator column. With None, a missing entry is
+        treated as an undeclared value (see ``handle_unknown``).
+    handle_unknown : {"ignore", "error"}, default="ignore"
+        What a value outside the declared categories becomes: a block of zeros
+        (``"ignore"``), or an error when the encoder is fitted or used
+        (``"error"``): a refusal of input outside the declared domain, which
+        happens before the private model's fit and so costs nothing.
+
+    Returns
+    -------
+    encoder : sklearn.compose.ColumnTransformer
+        Unfitted, with ``sparse_threshold=0`` and ``remainder="drop"``. Its output
+        has, in this order, one column per numeric column (values in ``[0, 1]``),
+        then the one-hot columns of each categorical column. Every output row has
+        L2 norm at most :func:`table_norm_bound` of the same schema.
+
+    Raises
+    ------
+    ValueError, TypeError
+        If the schema is malformed. Messages quote the schema (public), never data.
+
+    See Also
+    --------
+    table_norm_bound : the bound on the output's row norms, for ``data_norm``.
+    BoundedScaler : the numeric part.
+
+    Notes
+    -----
+    The schema must come from knowledge of the domain (a data dictionary, a code
+    book), never from the training data: a category list or bound read off the
+    data reveals which values occur.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dpsk.preprocessing import make_table_encoder, table_norm_bound
+    >>> numeric = {"age": (17, 90)}
+    >>> categorical = {"sex": ["F", "M"]}
+    >>> encoder = make_table_encoder(numeric, categorical)
+    >>> frame = pd.DataFrame({"age": [17.0, None, 120.0], "sex": ["M", None, "F"]})
+    >>> encoder.fit_transform(frame)
+    array([[0. , 0. , 1. , 0. ],
+           [0.5, 0. , 0. , 1. ],
+           [1. , 1. , 0. , 0. ]])
+    >>> float(table_norm_bound(numeric, categorical))
+    1.414...
+    """
+    bounds, categories = _check_schema(numeric, categorical, fill_categorical)
+    if not ((isinstance(fill_numeric, str) and fill_numeric == "midpoint")
+            or (_is_number(fill_numeric) and math.isfinite(fill_numeric))):
+        raise ValueError(f"fill_numeric must be 'midpoint' or a finite number, got "
+                         f"{fill_numeric!r}.")
+    if not (isinstance(handle_unknown, str) and handle_unknown in _HANDLE_UNKNOWN):
+        raise ValueError(f"handle_unknown must be one of {_HANDLE_UNKNOWN}, got "
+                         f"{handle_unknown!r}.")
+    # One small pipeline per numeric column: SimpleImputer takes one fill value, and
+    # the midpoint differs from column to column. Numbers in an object column can
+    # hold None or pandas.NA too, hence the same marking step as for categories.
+    transformers = [
+        (f"numeric{i}",
+         Pipeline([
+             ("mark_missing", _mark_missing()),
+             ("impute", SimpleImputer(strategy="constant",
+                                      fill_value=_numeric_fill(fill_numeric, low, high),
+                                      keep_empty_features=True)),
+             ("scale", BoundedScaler(lower=low, upper=high)),
+         ]),
+         [column])
+        for i, (column, (low, high)) in enumerate(bounds.items())
+    ]
+    if categories:
+        onehot = OneHotEncoder(categories=list(categories.values()),
+                               handle_unknown=handle_unknown, sparse_output=False)
+        # Missing entries are marked the same way even without a fill, so that
+        # None, NaN and pandas.NA are all the same undeclared value to OneHotEncoder.
+        steps = [("mark_missing", _mark_missing()), ("onehot", onehot)]
+        if fill_categorical is not None:
+            steps.insert(1, ("impute", SimpleImputer(strategy="constant",
+                                                     fill_value=fill_categorical,
+                                                     keep_empty_features=True)))
+        transformers.append(("categorical", Pipeline(steps), list(categories)))
+    return ColumnTransformer(transformers, remainder="drop", sparse_threshold=0,
+                             verbose_feature_names_out=False)
+
+
+def table_norm_bound(numeric=None, categorical=None):
+    """Bound on the L2 norm of a row encoded by :func:`make_table_encoder`.
+
+    Each numeric column becomes one value in ``[0, 1]`` and adds at most 1 to
+    the squared norm; each categorical column becomes a one-hot block with at
+    most one entry equal to 1 (none for an ignored undeclared value) and adds at
+    most 1. With ``p`` numeric and ``c`` categorical columns the bound is
+    ``sqrt(p + c)``, whatever the data; give it to the private model as
+    ``data_norm`` (no row is then clipped) or give a smaller value.
+
+    Parameters
+    ----------
+    numeric, categorical : mapping, default=None
+        The schema, as for :func:`make_table_encoder` (validated the same way).
+
+    Returns
+    -------
+    bound : float
+        ``sqrt(p + c)``.
+
+    Examples
+    --------
+    >>> from dpsk.preprocessing import table_norm_bound
+    >>> table_norm_bound({"age": (17, 90), "hours": (1, 99)}, {"sex": ["F", "M"]})
+    1.7320508075688772
+    """
+    bounds, categories = _check_schema(numeric, categorical)
+    return math.sqrt(len(bounds) + len(categories))
