@@ -204,3 +204,55 @@ def test_a_fit_run_on_a_worker_spends_on_the_users_ledger(client):
     accountant = BudgetAccountant(epsilon=1.0)
     assert client.submit(_fit_on_worker, X, y, accountant, pure=False).result() == (3, 6)
     assert accountant.spends == [(0.5, 0.0)]
+
+
+def test_joblib_dask_backend_runs_parallel_parts_and_the_ledger_is_exact(client):
+    # One-vs-rest problems and DPGridSearch candidates run as Dask tasks on the
+    # workers; every spend lands once on the ledger held here.
+    import joblib
+
+    from dpsk import DPGridSearch
+
+    X, y = _data(n=900)
+    grid = {"alpha": [0.05, 0.2]}
+
+    def fits(accountant):
+        ovr = DPLogisticRegression(epsilon=0.6, alpha=0.1, classes=[0, 1, 2], multi_class="ovr",
+                                   n_jobs=2, random_state=3, accountant=accountant).fit(X, y)
+        search = DPGridSearch(DPLogisticRegression(classes=[0, 1, 2], multi_class="ovr"), grid,
+                              epsilon=0.4, random_state=0, method="disjoint", n_jobs=2,
+                              accountant=accountant).fit(X, y)
+        return ovr.coef_, search.best_estimator_.coef_
+
+    local = BudgetAccountant(epsilon=1.0)
+    expected = fits(local)
+    client.run(_count_releases)
+    accountant = BudgetAccountant(epsilon=1.0)
+    with joblib.parallel_backend("dask"):
+        got = fits(accountant)
+    # 3 one-vs-rest problems, then 2 candidates of 3 problems each, on the workers.
+    assert sum(client.run(_counted_releases).values()) == 9
+    assert accountant.spends == local.spends
+    assert sum(e for e, _ in accountant.spends) == pytest.approx(1.0)
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+
+
+def _count_releases():
+    """On a worker: count the private_erm calls made in that process."""
+    import dpsk._erm as erm
+    import dpsk.linear_model._base as base
+
+    original, erm._dpsk_test_releases = erm.private_erm, [0]
+
+    def counted(*args, **kwargs):
+        erm._dpsk_test_releases[0] += 1
+        return original(*args, **kwargs)
+
+    erm.private_erm = base.private_erm = counted
+
+
+def _counted_releases():
+    import dpsk._erm as erm
+
+    return erm._dpsk_test_releases[0]
