@@ -310,7 +310,7 @@ def main(argv=None):
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument("--modes", nargs="+", choices=("memory", "chunked", "dask"),
                         default=None, help="float32 data; in-memory vs chunked design vs Dask "
-                        "LocalCluster (Dask: perturbation=gradient only)")
+                        "LocalCluster (Dask: binary models, any perturbation)")
     parser.add_argument("--alpha", type=float, default=1e-2, help="--modes only")
     parser.add_argument("--threads", default="default", help="--modes only: BLAS threads of "
                         "the processes ('default' or an int); dpsk's fit always uses 1")

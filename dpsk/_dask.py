@@ -16,12 +16,25 @@ blocks (``dpsk._design.DesignRows(X, ..., block=chunk)``) and are added in the
 same order, so a Dask fit releases the same bits as that in-memory fit for the
 same noise draw (tested).
 
-Only noisy gradient descent runs on Dask. Output and objective perturbation
-need the certified solver, whose Newton steps and certificate make many passes
-with O(n) vectors (margins, row norms) that would travel between client and
-workers at every pass; they refuse Dask input, for free, before anything is
-spent. Dask is an optional dependency (``pip install dpsk[dask]``); nothing here
-imports it unless a Dask array is passed.
+Output and objective perturbation (binary and one-vs-rest models) run the
+certified solver (``dpsk._solver``) on a Dask design too: every pass it makes
+(loss, gradient, Hessian, the certificate's error sums, the line search) is a
+per-block reduction (``dpsk._block_solver``) that :class:`DaskRowBlocks` runs
+on the workers, and the client adds the block results in block order, so the
+solver's point is the one of the in-memory chunked solve with the same blocks,
+bit for bit. Vectors of length ``n`` stay with their blocks on the workers.
+The noise of the release is drawn on the client, from the secure source:
+after the solve for output perturbation; before it for objective
+perturbation, whose linear term ``b / n`` enters only the client-side part of
+F (the regulariser, ``_CertifiedObjective._regulariser_gradient``), never a
+task. What the workers do see is the solver's iterates ``w``: they are not
+private (they approach the exact minimiser, and with objective perturbation
+the whole data set and the last iterate determine ``b``), so the cluster is
+inside the trust boundary, as the client's memory is for an in-memory fit; the
+guarantee is about what leaves the fit. Noisy gradient descent sends only its
+noisy iterates. The multinomial (softmax) solver refuses Dask input, for
+free, before anything is spent. Dask is an optional dependency (``pip install
+dpsk[dask]``); nothing here imports it unless a Dask array is passed.
 """
 
 import numpy as np
@@ -30,7 +43,7 @@ from ._design import design_block
 from ._threads import single_threaded_blas
 from ._validation import check_classes, check_declared_classes
 
-__all__ = ["is_dask_array", "DaskDesignRows", "validate_dask_input"]
+__all__ = ["is_dask_array", "DaskDesignRows", "DaskRowBlocks", "validate_dask_input"]
 
 
 def is_dask_array(X):
@@ -38,10 +51,11 @@ def is_dask_array(X):
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "chunks")
 
 
-_ONLY_GRADIENT = (
-    "Dask arrays are supported with perturbation='gradient' (noisy gradient descent) "
-    "only: output and objective perturbation need the certified solver, which works on "
-    "data in this process. Nothing was spent."
+_NO_MULTINOMIAL = (
+    "Dask arrays are supported with output and objective perturbation for binary and "
+    "one-vs-rest models only: the multinomial (softmax) certified solver works on data in "
+    "this process. Use multi_class='ovr', perturbation='gradient', or compute X. Nothing "
+    "was spent."
 )
 
 
@@ -57,8 +71,6 @@ def validate_dask_input(estimator, X, y):
     import dask
     import dask.array as da
 
-    if estimator.perturbation != "gradient":
-        raise ValueError(_ONLY_GRADIENT)
     if X.ndim != 2 or X.dtype not in (np.float32, np.float64):
         raise ValueError("A Dask X must be a 2-d array of float32 or float64.")
     if any(np.isnan(c) for axis in X.chunks for c in axis):
@@ -83,6 +95,8 @@ def validate_dask_input(estimator, X, y):
             )
     if not finite:
         raise ValueError("Input X contains NaN or infinity.")
+    if estimator.perturbation != "gradient" and estimator._make_loss(len(classes)).n_outputs > 1:
+        raise ValueError(_NO_MULTINOMIAL)
     estimator.n_features_in_ = X.shape[1]
     estimator.__dict__.pop("feature_names_in_", None)
     return X, y, classes
@@ -100,6 +114,56 @@ def _block_gradient_sum(X_block, y_block, w, loss, data_norm, fit_intercept):
         return loss.gradient_sum(Z, np.asarray(y_block), w)
 
 
+def _single_threaded(kernel, *args):
+    """Run ``kernel`` on a worker with one BLAS thread, as a fit does on the client."""
+    with single_threaded_blas():
+        return kernel(*args)
+
+
+class DaskRowBlocks:
+    """``dpsk._design.LocalRowBlocks`` on a cluster: kernels run where the blocks are.
+
+    ``map`` sends one task per block (the arguments are small: weights, a
+    direction, the public :class:`dpsk._block_solver.BlockSpec`) and brings
+    back the per-block results in block order; ``keep`` persists per-block
+    results (vectors of length ``n_b``) on the workers that computed them, so
+    that later tasks find them there and they never travel to the client.
+    """
+
+    def __init__(self, X, y):
+        import dask
+
+        # The persisted arrays hold the futures of the blocks: keep them alive.
+        self._arrays = dask.persist(X, y.rechunk((X.chunks[0],)))
+        self._xs, self._ys = (a.to_delayed().ravel() for a in self._arrays)
+        self.lengths = list(X.chunks[0])
+
+    def _tasks(self, kernel, args, state):
+        from dask import delayed
+
+        task = delayed(_single_threaded, pure=True)
+        state = [None] * len(self._xs) if state is None else state
+        return [task(kernel, xb, yb, kept, *args)
+                for xb, yb, kept in zip(self._xs, self._ys, state)]
+
+    def map(self, kernel, *args, state=None):
+        import dask
+
+        return list(dask.compute(*self._tasks(kernel, args, state)))
+
+    def keep(self, kernel, *args, state=None):
+        import dask
+
+        return list(dask.persist(*self._tasks(kernel, args, state)))
+
+    def map_state(self, kernel, state, *args):
+        import dask
+        from dask import delayed
+
+        task = delayed(_single_threaded, pure=True)
+        return list(dask.compute(*[task(kernel, kept, *args) for kept in state]))
+
+
 class DaskDesignRows:
     """The design matrix of a Dask ``X``, for noisy gradient descent (module docstring).
 
@@ -115,8 +179,15 @@ class DaskDesignRows:
     dtype = np.dtype(np.float64)
 
     def __init__(self, X, data_norm, fit_intercept):
-        self.X, self.data_norm, self.fit_intercept = X, float(data_norm), bool(fit_intercept)
+        # Every solver makes many passes: the blocks stay in the workers' memory
+        # for the fit (a no-op for an X the user persisted already).
+        self.X = X.persist()
+        self.data_norm, self.fit_intercept = float(data_norm), bool(fit_intercept)
         self.shape = (X.shape[0], X.shape[1] + int(fit_intercept))
+
+    def row_blocks(self, y):
+        """The row-block executor of ``(X, y)`` (``dpsk._block_solver``)."""
+        return DaskRowBlocks(self.X, y)
 
     def mean_gradient(self, loss, y, w):
         """Average loss gradient: block sums on the workers, added here in block order."""

@@ -34,7 +34,8 @@ from sklearn.utils import gen_batches
 
 from ._validation import INTERCEPT_SCALE, row_norms
 
-__all__ = ["DesignRows", "design_block", "design_rows", "block_rows", "clip_factors"]
+__all__ = ["DesignRows", "LocalRowBlocks", "design_block", "design_rows", "block_rows",
+           "clip_factors"]
 
 #: Bytes of one float64 block of design rows.
 _BLOCK_BYTES = 8 * 2**20
@@ -157,6 +158,10 @@ class DesignRows:
     def T(self):
         return _Transposed(self)
 
+    def row_blocks(self, y):
+        """The row-block executor of ``(X, y)`` (``dpsk._block_solver``)."""
+        return LocalRowBlocks(self.X, y, self.block)
+
     def mean_gradient(self, loss, y, w):
         """``loss.mean_gradient``: block sums (``loss.gradient_sum``) added in block order.
 
@@ -168,6 +173,35 @@ class DesignRows:
             part = loss.gradient_sum(block, y[rows], w)
             total = part if total is None else total + part
         return total / self.shape[0]
+
+
+class LocalRowBlocks:
+    """Runs per-block kernels on consecutive blocks of rows, in this process.
+
+    ``kernel(X_b, y_b, state_b, *args)`` gets the raw rows and labels of one
+    block (and what :meth:`keep` kept for it, or None); the results come back
+    as a list in block order. ``dpsk._dask.DaskRowBlocks`` is the same on a
+    cluster, so the same kernels give the same bits on the same blocks.
+    """
+
+    def __init__(self, X, y, block):
+        self.X, self.y = X, np.asarray(y)
+        self._slices = list(gen_batches(X.shape[0], block))
+        self.lengths = [rows.stop - rows.start for rows in self._slices]
+
+    def map(self, kernel, *args, state=None):
+        """``[kernel(X_b, y_b, state_b, *args) for every block]``."""
+        state = [None] * len(self._slices) if state is None else state
+        return [kernel(self.X[rows], self.y[rows], kept, *args)
+                for rows, kept in zip(self._slices, state)]
+
+    def keep(self, kernel, *args, state=None):
+        """Per-block results to pass back as ``state`` or to :meth:`map_state`."""
+        return self.map(kernel, *args, state=state)
+
+    def map_state(self, kernel, state, *args):
+        """``[kernel(state_b, *args) for every block]``: no rows read."""
+        return [kernel(kept, *args) for kept in state]
 
 
 def design_rows(X, data_norm, fit_intercept):

@@ -12,10 +12,26 @@ is gone, or whose owner process is gone (killed before it could clean up, or
 its pid reused), refuses to check or spend: a spend it recorded would reach no
 ledger anybody holds, and charging an orphaned file silently is exactly the
 loss this module exists to prevent.
+
+Copies on other machines (a fit submitted to a Dask worker, joblib's Dask
+backend). The header also holds a random *journal id* and the owner's *host*
+(host name and boot id), and a pickled copy carries both. A copy checks, before
+anything else, that the file at the journal's path is *this* journal (same id):
+on another machine the path is usually absent, or could be an unrelated file,
+and either way the copy refuses rather than record a spend nobody would see.
+Where the path names the same file on every machine (the journal directory on
+shared storage with working ``flock``, chosen with the ``DPSK_JOURNAL_DIR``
+environment variable in the owner's process), the id matches and the copy
+spends through it under the same lock. On another host the owner's liveness
+cannot be read from ``/proc``; there the journal's presence is the sign of life
+(the owner removes it when its ledger dies; an owner *killed* without clean-up
+leaves a journal that remote copies cannot tell from a live one).
 """
 
 import json
 import os
+import secrets
+import socket
 import tempfile
 from contextlib import contextmanager
 
@@ -74,6 +90,21 @@ def _process_state(pid):
     return True, None
 
 
+def _host_identity():
+    """This machine: host name and kernel boot id (containers differ by host name)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            boot = handle.read().strip()
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}|{boot}"
+
+
+def _journal_dir():
+    """Where new journals go: ``$DPSK_JOURNAL_DIR`` (shared storage), else the temp dir."""
+    return os.environ.get("DPSK_JOURNAL_DIR") or None
+
+
 def _owner_alive(pid, start):
     if pid == os.getpid():
         return True
@@ -93,12 +124,14 @@ def _require_locks():
 class _Journal:
     """One journal file and the owner process recorded in its header."""
 
-    __slots__ = ("path", "owner_pid", "owner_start")
+    __slots__ = ("path", "owner_pid", "owner_start", "journal_id", "host")
 
-    def __init__(self, path, owner_pid, owner_start):
+    def __init__(self, path, owner_pid, owner_start, journal_id=None, host=None):
         self.path = path
         self.owner_pid = owner_pid
         self.owner_start = owner_start
+        self.journal_id = journal_id
+        self.host = host
 
     @classmethod
     def create(cls, events):
@@ -106,32 +139,49 @@ class _Journal:
         _require_locks()
         pid = os.getpid()
         start = _process_state(pid)[1]
-        fd, path = tempfile.mkstemp(prefix="dpsk-ledger-", suffix=".jsonl")
-        header = {"dpsk_ledger_journal": _FORMAT, "owner_pid": pid, "owner_start": start}
+        journal_id, host = secrets.token_hex(16), _host_identity()
+        fd, path = tempfile.mkstemp(prefix="dpsk-ledger-", suffix=".jsonl", dir=_journal_dir())
+        header = {"dpsk_ledger_journal": _FORMAT, "owner_pid": pid, "owner_start": start,
+                  "journal_id": journal_id, "host": host}
         with os.fdopen(fd, "w") as handle:
             handle.write(json.dumps(header) + "\n")
             handle.writelines(json.dumps(e._to_dict()) + "\n" for e in events)
             handle.flush()
             os.fsync(handle.fileno())
-        return cls(path, pid, start)
+        return cls(path, pid, start, journal_id, host)
 
     def __getstate__(self):
         return {"path": self.path, "owner_pid": self.owner_pid,
-                "owner_start": self.owner_start}
+                "owner_start": self.owner_start, "journal_id": self.journal_id,
+                "host": self.host}
 
     def __setstate__(self, state):
         self.path = state["path"]
         self.owner_pid = state["owner_pid"]
         self.owner_start = state["owner_start"]
+        # Copies saved before journals had an id: same machine, no id check.
+        self.journal_id = state.get("journal_id")
+        self.host = state.get("host")
+
+    def _file_id(self):
+        """The journal id written in the header of the file at ``path`` (None if none)."""
+        try:
+            with open(self.path) as handle:
+                header = json.loads(handle.readline())
+            return header.get("journal_id") if isinstance(header, dict) else None
+        except (OSError, ValueError):
+            return None
 
     def problem(self):
-        """Why this journal cannot be used, or None. Reads no entries."""
+        """Why this journal cannot be used, or None. Reads the header, no entries."""
         if self.owner_pid is None:
             return (
                 f"This BudgetAccountant is a copy saved by an older dpsk whose journal "
                 f"({self.path}) does not name its owner process, so it cannot be told "
                 "from an orphan; spends through it are refused. " + _FIX
             )
+        if self.host is not None and self.host != _host_identity():
+            return self._remote_problem()
         if not _owner_alive(self.owner_pid, self.owner_start):
             return (
                 f"This BudgetAccountant is a copy of a ledger owned by process "
@@ -146,7 +196,29 @@ class _Journal:
                 f"exists ({self.path}): the process that owned it has ended. Spends "
                 "through this copy cannot be recorded, so they are refused. " + _FIX
             )
+        return self._id_problem()
+
+    def _id_problem(self):
+        if self.journal_id is not None and self._file_id() != self.journal_id:
+            return (
+                f"The file at this BudgetAccountant's journal path ({self.path}) is not its "
+                "journal (another ledger's, or replaced), so spends through this copy are "
+                "refused rather than recorded where its ledger would not see them. " + _FIX
+            )
         return None
+
+    def _remote_problem(self):
+        """On another machine: the journal must be reachable there (shared storage)."""
+        if not os.path.exists(self.path):
+            return (
+                "This BudgetAccountant is a copy of a ledger held on another machine, and "
+                f"its journal ({self.path}) is not reachable here, so spends through it are "
+                "refused, never recorded to a stray local file. Fit on the client with Dask "
+                "arrays (the data stays on the cluster, the spend on the client), give the "
+                "estimator a ledger of this machine, or create the ledger with its journal "
+                "on shared storage (DPSK_JOURNAL_DIR). " + _FIX
+            )
+        return self._id_problem()
 
     @contextmanager
     def locked(self):

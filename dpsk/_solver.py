@@ -158,6 +158,43 @@ def _two_sum(a, b):
     return s, e
 
 
+def row_norm_bounds(block):
+    """Upper bounds ``rho_i >= ||x_i||_2`` of the rows of a dense or CSR ``block``.
+
+    ``fl(sum_j x_ij^2)`` has relative error at most ``gamma_d`` and the square
+    root adds ``u``; the factor ``1 + 4 gamma_{d+2}`` covers both with room.
+    Each bound depends on its row only, so any blocking gives the same bits.
+    """
+    if sp.issparse(block):
+        sq = np.asarray(block.multiply(block).sum(axis=1)).ravel()
+    else:
+        sq = np.einsum("ij,ij->i", block, block)
+    return np.sqrt(sq) * (1.0 + 4.0 * _gamma(block.shape[1] + 2))
+
+
+def certificate_chunk_rows(n):
+    """Rows per chunk of the certificate's sum ``X^T r``: ``max(1024, ceil(sqrt(n)))``."""
+    return max(_MIN_CHUNK, math.isqrt(max(n - 1, 0)) + 1)
+
+
+def chunked_sum_factor(chunk, m):
+    """Relative error factor of a sum of ``m`` chunk sums of at most ``chunk`` rows each.
+
+    Each chunk's sum (BLAS, any order) errs by at most ``gamma_chunk`` times the
+    sum of its terms' absolute values. Adding the ``m`` chunk sums, in *any*
+    order and grouping (one after another, or per block on Dask workers and
+    then the block totals on the client), is a binary tree of ``m - 1``
+    additions in which every chunk sum takes part in at most ``m - 1``
+    roundings; so that stage errs by at most ``gamma_{m-1}`` times the sum of
+    the absolute chunk sums (Higham 2002, Sec. 4.2, which bounds every
+    recursive summation ordering this way), each at most ``1 + gamma_chunk``
+    times its exact absolute sum. Total: ``gamma_chunk + gamma_{m-1} (1 +
+    gamma_chunk)``.
+    """
+    g_chunk = _gamma(chunk)
+    return g_chunk + _gamma(max(m - 1, 0)) * (1.0 + g_chunk)
+
+
 class _CertifiedObjective:
     """What every certified objective shares: data, row norms, regulariser, certificate tail.
 
@@ -205,22 +242,18 @@ class _CertifiedObjective:
         return s1 + (e_p + e_s), p, s1
 
     def row_norms(self):
-        """Upper bounds ``rho_i >= ||x_i||_2`` (computed once, in row blocks).
-
-        ``fl(sum_j x_ij^2)`` has relative error at most ``gamma_d`` and the square
-        root adds ``u``; the factor ``1 + 4 gamma_{d+2}`` covers both with room.
-        """
+        """Upper bounds ``rho_i >= ||x_i||_2`` (computed once, in row blocks;
+        :func:`row_norm_bounds`)."""
         if self._row_norms is None:
-            X, d = self.X, self.X.shape[1]
-            sq = np.empty(self.n)
-            for rows in gen_batches(self.n, self._block_rows(d)):
-                block = X[rows]
-                if sp.issparse(block):
-                    sq[rows] = np.asarray(block.multiply(block).sum(axis=1)).ravel()
-                else:
-                    sq[rows] = np.einsum("ij,ij->i", block, block)
-            self._row_norms = np.sqrt(sq) * (1.0 + 4.0 * _gamma(d + 2))
+            rho = np.empty(self.n)
+            for rows in gen_batches(self.n, self._block_rows(self.X.shape[1])):
+                rho[rows] = row_norm_bounds(self.X[rows])
+            self._row_norms = rho
         return self._row_norms
+
+    def max_row_norm(self):
+        """``max_i rho_i`` (0 without rows)."""
+        return float(self.row_norms().max(initial=0.0))
 
     def _block_rows(self, width):
         """Rows per block of a ``width``-column float64 temporary.
@@ -248,15 +281,13 @@ class _CertifiedObjective:
         gamma_{m-1}(1 + gamma_{k_c})`` is ``O(sqrt(n) u)``, and the error of every
         entry is at most that factor times ``(|X|^T |r|)``.
         """
-        n = self.n
-        chunk = max(_MIN_CHUNK, math.isqrt(max(n - 1, 0)) + 1)
+        chunk = certificate_chunk_rows(self.n)
         v = np.zeros((self.X.shape[1],) + r.shape[1:])
         m = 0
-        for rows in gen_batches(n, chunk):
+        for rows in gen_batches(self.n, chunk):
             v += np.asarray(self.X[rows].T @ r[rows]).reshape(v.shape)
             m += 1
-        g_chunk = _gamma(chunk)
-        return v, g_chunk + _gamma(max(m - 1, 0)) * (1.0 + g_chunk)
+        return v, chunked_sum_factor(chunk, m)
 
     def _certificate_tail(self, a, w, err):
         """Add the regulariser to the data gradient ``a`` and finish the certificate.
@@ -299,8 +330,7 @@ class _CertifiedObjective:
 
     def smoothness(self):
         """``L >= curvature * max_i ||x_i||^2 + lam``: a Lipschitz constant of grad F."""
-        rho = self.row_norms()
-        rho_max = float(rho.max(initial=0.0))
+        rho_max = self.max_row_norm()
         return (self.curvature * rho_max * rho_max + self.lam) * (1.0 + 4 * _U)
 
     def gradient_bound_at_zero(self):
@@ -311,7 +341,7 @@ class _CertifiedObjective:
         sqrt((K-1)/K) < 1`` for softmax at uniform ``p``): then ``||grad F(0)||
         <= max rho + ||linear||``.
         """
-        bound = float(self.row_norms().max()) * (1.0 + 4 * _U)
+        bound = self.max_row_norm() * (1.0 + 4 * _U)
         if self.linear is not None:
             bound += float(np.linalg.norm(self.linear)) * (1.0 + 2.0 * _gamma(self.linear.size + 2))
         return bound
@@ -503,8 +533,13 @@ def _check_domain(obj, X, y, lam, linear, tol, w0):
     if not np.all((y == 1.0) | (y == -1.0)):
         raise SolverError("y must contain only the labels -1 and +1.")
     _check_scalars(lam, tol)
+    check_vectors(X.shape[1], linear, w0)
+
+
+def check_vectors(d, linear, w0):
+    """``linear`` and ``w0`` are None or finite vectors of length ``d``."""
     for name, vec in (("linear", linear), ("w0", w0)):
-        if vec is not None and (vec.shape != (X.shape[1],) or not np.isfinite(vec).all()):
+        if vec is not None and (vec.shape != (d,) or not np.isfinite(vec).all()):
             raise SolverError(f"{name} must be a finite vector with one entry per column of X.")
 
 
@@ -571,9 +606,12 @@ def minimize_regularized_loss(loss, X, y, lam, linear=None, tol=1e-10, max_iter=
     Parameters
     ----------
     loss : loss object from ``dpsk._losses``
-    X : ndarray or sparse matrix of shape (n, d)
+    X : ndarray, sparse matrix, ``DesignRows`` or ``DaskDesignRows`` of shape (n, d)
         Finite; rows of L2 norm <= 1 in dpsk (the bounds use the actual norms).
+        A chunked (``dpsk._design``) or Dask (``dpsk._dask``) design is solved
+        by per-block reductions (``dpsk._block_solver``), with the same guarantee.
     y : ndarray of shape (n,), values in {-1, +1}
+        A Dask array (chunked like the rows) with a ``DaskDesignRows``.
     lam : float
         Strong-convexity modulus (total L2 strength), finite and > 0.
     linear : ndarray of shape (d,) or None
@@ -599,10 +637,18 @@ def minimize_regularized_loss(loss, X, y, lam, linear=None, tol=1e-10, max_iter=
         ``tol <= 0``, labels outside {-1, +1}, inconsistent shapes). Never for a
         difficult problem: that decides nothing observable but ``w``.
     """
-    y = np.asarray(y, dtype=float)
     linear = None if linear is None else np.asarray(linear, dtype=float).ravel()
     w0 = None if w0 is None else np.asarray(w0, dtype=float).ravel()
     lam, tol = float(lam), float(tol)
+    if hasattr(X, "row_blocks"):
+        # Chunked (dpsk._design) and Dask (dpsk._dask) designs: every pass is a
+        # sum of per-block reductions (dpsk._block_solver).
+        from ._block_solver import block_objective
+
+        obj = block_objective(loss, X, y, lam, linear, w0, tol)
+        w_start = np.zeros(X.shape[1]) if w0 is None else w0.copy()
+        return SolverResult(*_solve(obj, w_start, tol, max_iter))
+    y = np.asarray(y, dtype=float)
     if sp.issparse(X) and X.format != "csr":
         X = sp.csr_matrix(X)  # row slices below need CSR
     obj = _Objective(loss, X, y, lam, linear)

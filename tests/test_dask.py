@@ -1,4 +1,7 @@
-"""Dask arrays: noisy gradient descent on a LocalCluster (skipped without dask)."""
+"""Dask arrays on a LocalCluster: noisy gradient descent and the certified solver.
+
+Skipped without dask and distributed (``pip install dpsk[dask]``).
+"""
 
 import numpy as np
 import pytest
@@ -8,11 +11,12 @@ da = pytest.importorskip("dask.array")
 
 from sklearn import config_context  # noqa: E402
 
-from dpsk import BudgetAccountant, DPLogisticRegression  # noqa: E402
+from dpsk import BudgetAccountant, DPHuberSVM, DPLogisticRegression  # noqa: E402
 from dpsk._dask import DaskDesignRows  # noqa: E402
 from dpsk._design import DesignRows  # noqa: E402
+from dpsk._erm import private_erm  # noqa: E402
 from dpsk._gradient import noisy_gradient_descent  # noqa: E402
-from dpsk._losses import LogisticLoss, MultinomialLoss  # noqa: E402
+from dpsk._losses import HuberLoss, LogisticLoss, MultinomialLoss  # noqa: E402
 from dpsk._random import noise_source  # noqa: E402
 
 CHUNK = 500
@@ -69,15 +73,58 @@ def test_dask_fit_matches_in_memory_fit(client, model):
     np.testing.assert_array_equal(dask_fit.predict(X), mem.predict(X))
 
 
+@pytest.mark.parametrize("loss, perturbation, delta", [
+    (LogisticLoss(), "output", 0.0),
+    (LogisticLoss(), "objective", 1e-6),
+    (HuberLoss(0.5), "output", 1e-6),
+    # Small h: continuation stages and exact line searches (margins kept on workers).
+    (HuberLoss(0.005), "objective", 0.0),
+])
+def test_dask_certified_release_is_the_chunked_release_bit_for_bit(client, loss, perturbation,
+                                                                    delta):
+    X, y = _data()
+    y = np.where(y == 2, 1.0, -1.0)
+    Xd, yd = _dask(X, y)
+    args = (loss, 1.0, 1e-2, perturbation)
+    w_mem = private_erm(DesignRows(X, 1.5, True, block=CHUNK), y, *args, noise_source(11),
+                        delta=delta)
+    w_dask = private_erm(DaskDesignRows(Xd, 1.5, True), yd, *args, noise_source(11),
+                         delta=delta)
+    # Same kernels on the same blocks, block results added in the same order: the
+    # solver's point, and with the same noise the release, are the same bits.
+    np.testing.assert_array_equal(w_dask, w_mem)
+
+
+@pytest.mark.parametrize("model", [
+    DPLogisticRegression(perturbation="output", classes=[0, 1, 2], multi_class="ovr"),
+    DPHuberSVM(perturbation="objective", classes=[0, 2]),
+])
+def test_dask_certified_fit_matches_in_memory_fit(client, model):
+    X, y = _data()
+    keep = np.isin(y, model.classes)
+    X, y = X[keep], y[keep]
+    params = dict(epsilon=1.0, alpha=0.1, random_state=5)
+    mem = model.set_params(**params, accountant=BudgetAccountant()).fit(X, y)
+    coef_mem, icpt_mem = mem.coef_.copy(), mem.intercept_.copy()
+    dask_fit = model.set_params(accountant=BudgetAccountant()).fit(*_dask(X, y))
+    # Both solver points are within tol / lambda of the same minimiser and the noise
+    # is the same draw; the release grid can round them a grid step apart.
+    np.testing.assert_allclose(dask_fit.coef_, coef_mem, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(dask_fit.intercept_, icpt_mem, rtol=0, atol=1e-8)
+    np.testing.assert_array_equal(dask_fit.predict(X), mem.predict(X))
+
+
 def _install_spies():
     """On a worker: record every spend and every noise draw made in that process."""
     import dpsk._accounting as accounting
+    import dpsk._erm as erm
     import dpsk._gradient as gradient
 
     calls = []
     for owner, name in ((accounting.BudgetAccountant, "spend"),
                         (accounting.BudgetAccountant, "spend_all"),
-                        (gradient, "gaussian_noise")):
+                        (gradient, "gaussian_noise"),
+                        (erm, "gaussian_noise"), (erm, "gamma_norm_noise")):
         original = getattr(owner, name)
 
         def spy(*args, _original=original, _name=name, **kwargs):
@@ -94,32 +141,43 @@ def _spied_calls():
     return list(accounting._dpsk_test_calls)
 
 
-def test_spend_and_noise_happen_on_the_client_only(client):
+@pytest.mark.parametrize("perturbation, delta", [
+    ("gradient", 1e-6), ("output", 0.0), ("objective", 1e-6),
+])
+def test_spend_and_noise_happen_on_the_client_only(client, perturbation, delta):
     client.run(_install_spies)
     X, y = _data()
     accountant = BudgetAccountant(epsilon=2.0, delta=1e-5)
-    DPLogisticRegression(epsilon=1.0, delta=1e-6, alpha=0.1, perturbation="gradient",
-                         classes=[0, 1, 2], accountant=accountant).fit(*_dask(X, y))
+    DPLogisticRegression(epsilon=1.0, delta=delta, alpha=0.1, perturbation=perturbation,
+                         classes=[0, 1, 2], multi_class="ovr",
+                         accountant=accountant).fit(*_dask(X, y))
     assert client.run(_spied_calls) == {addr: [] for addr in client.scheduler_info()["workers"]}
     assert len(accountant.spends) == 1
-    assert accountant.spends[0] == pytest.approx((1.0, 1e-6))
+    assert accountant.spends[0] == pytest.approx((1.0, delta))
 
 
-@pytest.mark.parametrize("case", ["output", "nan", "label"])
+@pytest.mark.parametrize("case", ["multinomial", "nan", "label", "nan-output", "chunks"])
 def test_dask_refusals_are_free(client, case):
     X, y = _data()
     kwargs = dict(epsilon=1.0, delta=1e-6, alpha=0.1, perturbation="gradient",
                   classes=[0, 1, 2])
-    if case == "output":
+    Xd, yd = _dask(X, y)
+    if case == "multinomial":  # the softmax certified solver needs data in this process
         kwargs["perturbation"] = "output"
-    elif case == "nan":
+    elif case.startswith("nan"):
         X = X.copy()
         X[1234, 2] = np.nan
+        Xd = _dask(X, y)[0]
+        if case == "nan-output":
+            kwargs.update(perturbation="output", multi_class="ovr")
+    elif case == "label":
+        yd = _dask(X, np.where(y == 2, 7, y))[1]
     else:
-        y = np.where(y == 2, 7, y)
+        Xd, yd = Xd[Xd[:, 0] > -100.0], yd[Xd[:, 0] > -100.0]  # unknown chunk sizes
+        kwargs.update(perturbation="objective", multi_class="ovr")
     accountant = BudgetAccountant()
-    with pytest.raises(ValueError):
-        DPLogisticRegression(**kwargs, accountant=accountant).fit(*_dask(X, y))
+    with pytest.raises(ValueError, match="multinomial" if case == "multinomial" else None):
+        DPLogisticRegression(**kwargs, accountant=accountant).fit(Xd, yd)
     assert accountant.spends == []
 
 
@@ -146,3 +204,55 @@ def test_a_fit_run_on_a_worker_spends_on_the_users_ledger(client):
     accountant = BudgetAccountant(epsilon=1.0)
     assert client.submit(_fit_on_worker, X, y, accountant, pure=False).result() == (3, 6)
     assert accountant.spends == [(0.5, 0.0)]
+
+
+def test_joblib_dask_backend_runs_parallel_parts_and_the_ledger_is_exact(client):
+    # One-vs-rest problems and DPGridSearch candidates run as Dask tasks on the
+    # workers; every spend lands once on the ledger held here.
+    import joblib
+
+    from dpsk import DPGridSearch
+
+    X, y = _data(n=900)
+    grid = {"alpha": [0.05, 0.2]}
+
+    def fits(accountant):
+        ovr = DPLogisticRegression(epsilon=0.6, alpha=0.1, classes=[0, 1, 2], multi_class="ovr",
+                                   n_jobs=2, random_state=3, accountant=accountant).fit(X, y)
+        search = DPGridSearch(DPLogisticRegression(classes=[0, 1, 2], multi_class="ovr"), grid,
+                              epsilon=0.4, random_state=0, method="disjoint", n_jobs=2,
+                              accountant=accountant).fit(X, y)
+        return ovr.coef_, search.best_estimator_.coef_
+
+    local = BudgetAccountant(epsilon=1.0)
+    expected = fits(local)
+    client.run(_count_releases)
+    accountant = BudgetAccountant(epsilon=1.0)
+    with joblib.parallel_backend("dask"):
+        got = fits(accountant)
+    # 3 one-vs-rest problems, then 2 candidates of 3 problems each, on the workers.
+    assert sum(client.run(_counted_releases).values()) == 9
+    assert accountant.spends == local.spends
+    assert sum(e for e, _ in accountant.spends) == pytest.approx(1.0)
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+
+
+def _count_releases():
+    """On a worker: count the private_erm calls made in that process."""
+    import dpsk._erm as erm
+    import dpsk.linear_model._base as base
+
+    original, erm._dpsk_test_releases = erm.private_erm, [0]
+
+    def counted(*args, **kwargs):
+        erm._dpsk_test_releases[0] += 1
+        return original(*args, **kwargs)
+
+    erm.private_erm = base.private_erm = counted
+
+
+def _counted_releases():
+    import dpsk._erm as erm
+
+    return erm._dpsk_test_releases[0]

@@ -210,3 +210,93 @@ def test_legacy_pickled_ledger_loads_and_refuses(tmp_path):
     assert "unreachable" in repr(acc)
     with pytest.raises(LedgerUnreachableError, match="older dpsk"):
         acc.spend(0.1)
+
+
+# -- copies on other machines --------------------------------------------------------
+def test_a_copy_whose_journal_path_holds_another_file_refuses_before_the_data(data):
+    X, y = data
+    acc = BudgetAccountant(epsilon=1.0)
+    copy = joblib.load(_dumped(acc))
+    path = acc._journal.path
+    other = BudgetAccountant(epsilon=1.0)
+    other_path = joblib.load(_dumped(other))._journal.path
+    os.replace(path, path + ".moved")
+    try:
+        # Another machine's file at the same path (or a replaced one): not this journal.
+        with open(other_path) as src, open(path, "w") as dst:
+            dst.write(src.read())
+        with pytest.raises(LedgerUnreachableError, match="not its journal"):
+            copy.spend(0.1)
+        X_bad = X.copy()
+        X_bad[0, 0] = np.nan  # refused for the ledger before the data is looked at
+        with pytest.raises(LedgerUnreachableError):
+            DPLogisticRegression(epsilon=0.5, classes=[0, 1], accountant=copy).fit(X_bad, y)
+    finally:
+        os.replace(path + ".moved", path)
+    assert acc.spends == [] and other.spends == []
+
+
+def _dumped(acc):
+    import io
+
+    buffer = io.BytesIO()
+    joblib.dump(acc, buffer)
+    buffer.seek(0)
+    return buffer
+
+
+_REMOTE = textwrap.dedent(
+    """
+    import sys
+    import joblib
+    sys.path.insert(0, {tests!r})
+    import dpsk._journal
+    from test_ledger_processes import _make_data
+    from dpsk import DPLogisticRegression, LedgerUnreachableError
+
+    dpsk._journal._host_identity = lambda: "another-machine|another-boot"
+    X, y = _make_data()
+    acc = joblib.load(sys.argv[1])
+    try:
+        DPLogisticRegression(epsilon=0.25, classes=[0, 1], accountant=acc).fit(X, y)
+    except LedgerUnreachableError as exc:
+        print("refused:", exc)
+    else:
+        print("spent")
+    """
+)
+
+
+@pytest.mark.parametrize("journal", ["local", "shared"])
+def test_a_copy_on_another_machine_refuses_unless_the_journal_is_shared(tmp_path, journal):
+    # The child process claims another host identity: its /proc says nothing about
+    # the owner, and the journal path means something only on shared storage.
+    script = tmp_path / "remote.py"
+    script.write_text(_REMOTE.format(tests=os.path.dirname(__file__)))
+    acc = BudgetAccountant(epsilon=1.0)
+    joblib.dump(acc, tmp_path / "acc.joblib")
+    path = acc._journal.path
+    if journal == "local":
+        os.replace(path, path + ".elsewhere")  # the other machine's /tmp lacks it
+    try:
+        out = subprocess.run([sys.executable, str(script), str(tmp_path / "acc.joblib")],
+                             capture_output=True, text=True, check=True).stdout
+    finally:
+        if journal == "local":
+            os.replace(path + ".elsewhere", path)
+    if journal == "local":
+        assert out.startswith("refused:") and "another machine" in out
+        assert acc.spends == []
+    else:
+        assert out.startswith("spent")
+        assert acc.spends == [(0.25, 0.0)]
+
+
+def test_journal_directory_for_shared_storage(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPSK_JOURNAL_DIR", str(tmp_path))
+    acc = BudgetAccountant(epsilon=1.0)
+    path = joblib.load(_dumped(acc))._journal.path
+    assert os.path.dirname(path) == str(tmp_path)
+    with open(path) as handle:
+        header = json.loads(handle.readline())
+    assert header["journal_id"] == acc._journal.journal_id and len(header["journal_id"]) == 32

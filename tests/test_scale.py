@@ -45,7 +45,7 @@ from dpsk._gradient import noisy_gradient_descent  # noqa: E402
 from dpsk._losses import HuberLoss, LogisticLoss, MultinomialLoss  # noqa: E402
 from dpsk._multinomial_solver import minimize_multinomial_loss  # noqa: E402
 from dpsk._random import noise_source  # noqa: E402
-from dpsk._solver import minimize_regularized_loss  # noqa: E402
+from dpsk._solver import SolverError, minimize_regularized_loss  # noqa: E402
 from dpsk._validation import design_matrix  # noqa: E402
 
 
@@ -101,6 +101,40 @@ def test_chunked_solve_matches_stored_solve_to_tolerance(loss):
                                         tol=tol).w
     # Both are within tol / lam of the same minimiser.
     assert np.linalg.norm(w_mem - w_chunk) <= 2 * tol / lam
+
+
+@pytest.mark.parametrize("path", ["conjugate-gradients", "fallback"])
+def test_chunked_solve_paths_match_stored_solve_to_tolerance(monkeypatch, path):
+    # The block solver's Hessian-vector products (d > 2000 in real use) and the
+    # accelerated-gradient fallback, forced here on a small problem.
+    import dpsk._solver as solver
+
+    X, y = _data(n=2000)
+    y = np.where(y == 1, 1.0, -1.0)
+    lam, tol = 1e-3, 1e-10
+    w_mem = minimize_regularized_loss(HuberLoss(0.1), design_matrix(X, 1.0, True), y, lam,
+                                      tol=tol).w
+    if path == "fallback":
+        monkeypatch.setattr(solver, "_fast_path", lambda obj, w, tol, it: (w, np.inf, 0))
+    else:
+        monkeypatch.setattr(solver, "_DENSE_HESSIAN_MAX_D", 0)
+    result = minimize_regularized_loss(HuberLoss(0.1), DesignRows(X, 1.0, True, block=300), y,
+                                       lam, tol=tol)
+    assert result._path == ("fallback" if path == "fallback" else "newton")
+    assert np.linalg.norm(w_mem - result.w) <= 2 * tol / lam
+
+
+def test_chunked_solve_refuses_input_outside_the_domain():
+    X, y = _data(n=600)
+    rows = DesignRows(X, 1.0, True, block=100)
+    with pytest.raises(SolverError, match="labels"):
+        minimize_regularized_loss(LogisticLoss(), rows, np.where(y == 1, 1.0, 0.0), 1e-2)
+    with pytest.raises(SolverError, match="one label per row"):
+        minimize_regularized_loss(LogisticLoss(), rows, np.ones(599), 1e-2)
+    X[5, 1] = np.nan
+    with pytest.raises(SolverError, match="finite"):
+        minimize_regularized_loss(LogisticLoss(), DesignRows(X, 1.0, True, block=100),
+                                  np.where(y == 1, 1.0, -1.0), 1e-2)
 
 
 def test_chunked_multinomial_solve_matches_stored_solve_to_tolerance():
