@@ -216,3 +216,36 @@ def test_parameter_errors():
         make_table_encoder(None, CATEGORICAL, fill_categorical=["x"])
     with pytest.raises(ValueError, match="no columns"):
         table_norm_bound()
+
+
+def test_refusals_name_the_column_never_the_value():
+    # The refused value may be personal data: the message must not carry it.
+    pd = pytest.importorskip("pandas")
+    secret = "Zelda-Smith-1972"
+    enc = make_table_encoder({"age": (17, 90)}, {"sex": ["F", "M"]}, handle_unknown="error")
+    with pytest.raises(ValueError, match="'sex'") as info:
+        enc.fit(pd.DataFrame({"age": [20.0, 30.0], "sex": ["M", secret]}))
+    assert secret not in str(info.value) and info.value.__cause__ is None
+    enc = make_table_encoder({"age": (17, 90)}, {"sex": ["F", "M"]})
+    with pytest.raises(ValueError, match="not a number") as info:
+        enc.fit(pd.DataFrame({"age": [20, "secret-77"], "sex": ["M", "F"]}))
+    assert "secret-77" not in str(info.value)
+
+
+def test_declared_missing_entries_pass_the_unknown_check():
+    pd = pytest.importorskip("pandas")
+    enc = make_table_encoder({"age": (17, 90)}, {"sex": ["F", "M"]}, handle_unknown="error")
+    Xt = enc.fit_transform(pd.DataFrame({"age": [20.0, None], "sex": [None, "F"]}))
+    assert Xt.shape == (2, 4)
+
+
+@pytest.mark.parametrize("fill", ["__missing__", None])
+def test_string_column_that_is_entirely_missing_as_float_nan(fill):
+    # pandas stores an all-NaN column as float64: a CV fold or a small batch can be one.
+    pd = pytest.importorskip("pandas")
+    enc = make_table_encoder({"age": (17, 90)}, {"sex": ["F", "M"]}, fill_categorical=fill)
+    frame = pd.DataFrame({"age": [20.0, 30.0], "sex": [np.nan, np.nan]})
+    Xt = enc.fit_transform(frame)
+    expected_missing = [1.0, 1.0] if fill is not None else [0.0, 0.0]
+    np.testing.assert_array_equal(Xt[:, -1] if fill is not None else Xt[:, 1:].sum(axis=1),
+                                  expected_missing)

@@ -133,8 +133,41 @@ def _missing_to_nan(X):
     return values
 
 
-def _mark_missing():
-    return FunctionTransformer(_missing_to_nan, feature_names_out="one-to-one")
+def _as_numbers(X, columns):
+    """Numeric columns as float64 with NaN for missing entries, or a public refusal.
+
+    Converting in this stateless step, rather than in ``SimpleImputer``, keeps
+    the offending value out of the message: numpy's error would quote it.
+    """
+    values = _missing_to_nan(X)
+    try:
+        return values.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"Numeric column {columns} holds a value that is not a number. "
+                         "The encoder refuses it before anything is fitted or spent.") from None
+
+
+def _as_categories(X, columns, categories, fill, refuse_unknown):
+    """Categorical columns with NaN for missing entries, checked against the declaration.
+
+    A column of string categories is returned as objects even when every entry
+    is missing (pandas stores such a column as float64), so the string fill
+    value can be put in. With ``refuse_unknown`` an undeclared value is refused
+    here, by column name only: ``OneHotEncoder``'s own error would quote it.
+    """
+    values = _missing_to_nan(X)
+    if values.dtype != object and any(isinstance(c, str) for cats in categories for c in cats):
+        values = values.astype(object)
+    if refuse_unknown:
+        missing = _is_missing(values) if values.dtype == object else np.isnan(values)
+        for j, (column, declared) in enumerate(zip(columns, categories)):
+            allowed = set(declared) | ({fill} if fill is not None else set())
+            if any(v not in allowed for v in values[~missing[:, j], j]):
+                raise ValueError(
+                    f"Categorical column {column!r} holds a value outside its declared "
+                    "categories (handle_unknown='error'). The encoder refuses it before "
+                    "anything is fitted or spent.")
+    return values
 
 
 def _numeric_fill(fill_numeric, low, high):
@@ -178,7 +211,8 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
         What a value outside the declared categories becomes: a block of zeros
         (``"ignore"``), or an error when the encoder is fitted or used
         (``"error"``): a refusal of input outside the declared domain, which
-        happens before the private model's fit and so costs nothing.
+        happens before the private model's fit and so costs nothing. The
+        message names the column, never the value.
 
     Returns
     -------
@@ -191,7 +225,9 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
     Raises
     ------
     ValueError, TypeError
-        If the schema is malformed. Messages quote the schema (public), never data.
+        If the schema is malformed. Messages quote the schema (public), never data;
+        so do the refusals at fit or transform time (a non-number in a numeric
+        column, an undeclared category with ``handle_unknown="error"``).
 
     See Also
     --------
@@ -233,7 +269,9 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
     transformers = [
         (f"numeric{i}",
          Pipeline([
-             ("mark_missing", _mark_missing()),
+             ("mark_missing", FunctionTransformer(
+                 _as_numbers, kw_args={"columns": [column]},
+                 feature_names_out="one-to-one")),
              ("impute", SimpleImputer(strategy="constant",
                                       fill_value=_numeric_fill(fill_numeric, low, high),
                                       keep_empty_features=True)),
@@ -247,7 +285,11 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
                                handle_unknown=handle_unknown, sparse_output=False)
         # Missing entries are marked the same way even without a fill, so that
         # None, NaN and pandas.NA are all the same undeclared value to OneHotEncoder.
-        steps = [("mark_missing", _mark_missing()), ("onehot", onehot)]
+        mark = FunctionTransformer(
+            _as_categories, feature_names_out="one-to-one",
+            kw_args={"columns": list(categories), "categories": list(categories.values()),
+                     "fill": fill_categorical, "refuse_unknown": handle_unknown == "error"})
+        steps = [("mark_missing", mark), ("onehot", onehot)]
         if fill_categorical is not None:
             steps.insert(1, ("impute", SimpleImputer(strategy="constant",
                                                      fill_value=fill_categorical,
