@@ -219,58 +219,89 @@ def warn_if_pipeline_leaks(pipeline):
     return names
 
 
-#: How far up the call stack a fit looks for the Pipeline that called it: the
-#: pipeline's ``fit`` and scikit-learn's ``_fit_context`` wrappers around both.
-_CALLER_FRAMES = 8
+#: How far up the call stack a fit looks for the Pipelines that called it: each
+#: pipeline's ``fit`` and scikit-learn's ``_fit_context`` wrappers around them.
+_CALLER_FRAMES = 12
+_FIT_METHODS = frozenset({"fit", "fit_transform", "fit_predict"})
 
 
-def _calling_pipeline(estimator):
-    """The plain :class:`~sklearn.pipeline.Pipeline` whose ``fit`` is fitting ``estimator``.
+def _fitting_self(frame):
+    """The ``self`` of a frame running a ``fit`` method, else None.
+
+    The code object is read first: on Python 3.11, reading ``f_locals`` makes a
+    snapshot that keeps the frame's locals alive, so it is read only for frames
+    that can be a pipeline's ``fit``.
+    """
+    code = frame.f_code
+    if code.co_name not in _FIT_METHODS or code.co_varnames[:1] != ("self",):
+        return None
+    return frame.f_locals.get("self")
+
+
+def _calling_pipelines(estimator):
+    """The plain Pipelines, innermost first, whose ``fit`` is fitting ``estimator``.
 
     A dpsk estimator is handed already-transformed data and no reference to the
     pipeline around it, so the only way to see an earlier step is to look at
-    the caller: the nearest frame whose ``self`` is a Pipeline with
-    ``estimator`` as one of its steps. That reads object identities and nothing
-    of the data. A :class:`dpsk.pipeline.PrivatePipeline` is skipped: it ran
-    the check itself before fitting any step.
+    the callers: the frames of ``fit`` methods whose ``self`` is a Pipeline
+    holding ``estimator`` (or the pipeline found so far) as one of its steps.
+    That reads object identities and nothing of the data.
 
     Returns
     -------
-    pipeline : Pipeline or None
+    chain : list of (Pipeline, int)
+        Each pipeline with the index of the step that holds ``estimator``
+        (itself or through the inner pipelines).
     stacklevel : int
         For :func:`warnings.warn` called by this function's caller: the first
-        frame above the pipeline outside scikit-learn and dpsk, i.e. the user's
-        ``fit`` call.
+        frame above the outermost pipeline outside scikit-learn, joblib and dpsk,
+        i.e. the user's ``fit`` call.
     """
-    frame, level = sys._getframe(1), 1
+    frame, level, found = sys._getframe(1), 1, None
+    chain, child = [], estimator
     for _ in range(_CALLER_FRAMES):
         frame, level = frame.f_back, level + 1
         if frame is None:
-            return None, 0
-        caller = frame.f_locals.get("self")
-        if isinstance(caller, Pipeline) and any(
-                step is estimator for _, step in caller.steps):
             break
-    else:
-        return None, 0
-    if getattr(caller, "_checks_itself", False):
-        return None, 0
+        caller = _fitting_self(frame)
+        if not isinstance(caller, Pipeline):
+            continue
+        index = next((i for i, (_, step) in enumerate(caller.steps) if step is child), None)
+        if index is not None:
+            chain.append((caller, index))
+            child, found = caller, (frame, level)
+    if found is None:
+        return [], 0
+    frame, level = found
     while frame.f_back is not None and frame.f_globals.get("__name__", "").split(".")[0] in (
             "sklearn", "dpsk", "joblib"):
         frame, level = frame.f_back, level + 1
-    return caller, level
+    return chain, level
+
+
+def _leaks_in_chain(chain):
+    """Learning steps before the private model, over nested pipelines, named as set_params does.
+
+    A :class:`dpsk.pipeline.PrivatePipeline` checked its own steps before
+    fitting any of them, so they are not checked (or reported) again.
+    """
+    names, prefix = [], ""
+    for pipeline, index in reversed(chain):  # outermost first, for the name prefixes
+        if not getattr(pipeline, "_checks_itself", False):
+            names += [prefix + found for name, step in pipeline.steps[:index]
+                      for found in _learning_parts(name, step)]
+        prefix += pipeline.steps[index][0] + "__"
+    return names
 
 
 def warn_from_calling_pipeline(estimator):
-    """Warn once, at fit time, if the Pipeline fitting ``estimator`` leaks.
+    """Warn once, at fit time, if the Pipelines fitting ``estimator`` leak.
 
     Called by every dpsk fit before it reads the data. The warning names the
     learning steps (public parameters only), as :func:`warn_if_pipeline_leaks`.
     """
-    pipeline, stacklevel = _calling_pipeline(estimator)
-    if pipeline is None:
-        return
-    names = check_pipeline(pipeline)
+    chain, stacklevel = _calling_pipelines(estimator)
+    names = _leaks_in_chain(chain)
     if names:
         warnings.warn(_leak_message(names), LeakyPipelineWarning, stacklevel=stacklevel)
 

@@ -418,6 +418,44 @@ def test_no_pipeline_warning_for_safe_pipelines_standalone_fits_or_private_pipel
     assert len(_leak_warnings(private.fit, X, y)) == 1
 
 
+def test_plain_pipeline_warning_sees_through_nested_pipelines():
+    X, y = _blobs(4)
+    model = DPLogisticRegression(classes=[0, 1], random_state=0)
+    outer_leaks = Pipeline([("sc", StandardScaler()),
+                            ("inner", make_pipeline(RowNormClipper(1.0), clone(model)))])
+    inner_leaks = Pipeline([("clip", RowNormClipper()),
+                            ("inner", make_pipeline(StandardScaler(), clone(model)))])
+    # A PrivatePipeline inside checked its own steps; the outer ones are still checked.
+    private_inside = Pipeline([("sc", StandardScaler()),
+                               ("inner", make_private_pipeline(RowNormClipper(1.0),
+                                                               clone(model)))])
+    for pipe, names in ((outer_leaks, "['sc']"), (inner_leaks, "['inner__standardscaler']"),
+                        (private_inside, "['sc']")):
+        leaks = _leak_warnings(pipe.fit, X, y)
+        assert len(leaks) == 1 and names in str(leaks[0].message)
+
+
+def test_looking_for_the_pipeline_keeps_no_caller_locals_alive():
+    # Python 3.11 snapshots f_locals when it is read: only fit frames may be read.
+    import gc
+    import weakref
+
+    class Payload:
+        pass
+
+    X, y = _blobs(5)
+
+    def caller():
+        payload = Payload()
+        ref = weakref.ref(payload)
+        DPLogisticRegression(classes=[0, 1], random_state=0).fit(X, y)
+        del payload
+        gc.collect()
+        return ref() is None
+
+    assert caller()
+
+
 def test_plain_pipeline_warns_through_model_selection():
     X, y = _blobs(3)
     pipe = make_pipeline(StandardScaler(), DPLogisticRegression(classes=[0, 1], random_state=0))
