@@ -58,8 +58,13 @@ sphinx_gallery_conf = {
 # Links to scikit-learn, NumPy and SciPy. Their inventories are written at build time
 # from the installed versions (docs/_inventories.py), outside the source tree, since
 # the build runs where their sites cannot be reached.
+# Imported without writing docs/__pycache__: the build writes nothing into docs/.
+_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _inventories import write_inventories  # noqa: E402
+
+sys.path.pop(0)
+sys.dont_write_bytecode = _bytecode
 
 extensions.append("sphinx.ext.intersphinx")
 _inventory_dir = tempfile.mkdtemp(prefix="dpsk-docs-inv-")

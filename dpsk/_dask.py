@@ -40,6 +40,7 @@ dpsk[dask]``); nothing here imports it unless a Dask array is passed.
 import numpy as np
 
 from ._design import design_block
+from ._silence import silenced
 from ._threads import single_threaded_blas
 from ._validation import check_classes, check_declared_classes
 
@@ -109,14 +110,15 @@ def class_indices(classes, y):
 
 def _block_gradient_sum(X_block, y_block, w, loss, data_norm, fit_intercept):
     """The gradient sum of one block of rows (runs on a worker, one BLAS thread)."""
-    with single_threaded_blas():
+    # Silenced as on the client: a worker's warnings reach the analyst's console.
+    with single_threaded_blas(), silenced():
         Z = design_block(X_block, data_norm, fit_intercept)
         return loss.gradient_sum(Z, np.asarray(y_block), w)
 
 
 def _single_threaded(kernel, *args):
-    """Run ``kernel`` on a worker with one BLAS thread, as a fit does on the client."""
-    with single_threaded_blas():
+    """Run ``kernel`` on a worker with one BLAS thread and silenced, as on the client."""
+    with single_threaded_blas(), silenced():
         return kernel(*args)
 
 

@@ -80,7 +80,9 @@ if importlib.util.find_spec("dp_accounting") is not None:  # optional extra
     totals["GridSearchCV\n(PLD)"] = pld
 
 # %%
-# What these totals mean. They are guarantees for the 16 fitted models
+# What these totals mean. With independent noise in every fit
+# (``random_state=None``, dpsk's default; this page fixes seeds only to print
+# the same numbers each time) they are guarantees for the 16 fitted models
 # together (5 folds x 3 candidates + the refit), counted as if every fit had
 # read every row: the ledger does not know which rows a fit read. A changed row
 # lies in one validation fold, so it is in the training data of ``(k - 1) * m +

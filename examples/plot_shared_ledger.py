@@ -91,7 +91,9 @@ print(f"{len(ledger.events)} entries, basic composition: epsilon = {total_epsilo
 # of the five fold fits and of the final fit, so even a count per row gives
 # ``5 * 0.5 = 2.5``. The ledger does not know which rows a fit read and adds
 # all six entries, ``3.0``, a valid bound and here only one fit's epsilon above
-# the count per row.
+# the count per row. (Composition assumes independent noise in each fit: that
+# holds with ``random_state=None``, dpsk's default. This page fixes a seed so
+# that it prints the same numbers each time, which a real analysis must not do.)
 #
 # The budget refuses the next fit
 # -------------------------------

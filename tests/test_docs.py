@@ -71,10 +71,12 @@ def test_offline_inventories_follow_each_projects_url_scheme(tmp_path):
     if not DOCS.is_dir():
         pytest.skip("no docs/ next to the tests (not a source checkout)")
     sys.path.insert(0, str(DOCS))
+    bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # nothing into docs/
     try:
         from _inventories import write_inventories
     finally:
         sys.path.remove(str(DOCS))
+        sys.dont_write_bytecode = bytecode
     mapping = write_inventories(tmp_path)
     expected = {
         "sklearn": ("py:class", "sklearn.pipeline.Pipeline",
