@@ -125,11 +125,22 @@ class DesignRows:
         # A block is at most a quarter of scikit-learn's working memory.
         budget = min(_BLOCK_BYTES, _working_memory_bytes() // 4)
         self.block = int(block) if block else block_rows(self.shape[1], budget)
-        # The clipping factors need a pass over X; keep them (n floats) so later
-        # passes do not recompute the norms.
-        self._factors = np.empty(n)
-        for rows in gen_batches(n, self.block):
-            self._factors[rows] = clip_factors(X[rows], self.data_norm)
+        self._clip = None
+
+    @property
+    def _factors(self):
+        """The clipping factors of all rows, computed on first use and kept (n floats).
+
+        They need a pass over ``X``; keeping them spares every later pass the
+        row norms. The certified solver keeps its own per block
+        (``dpsk._block_solver``) and never asks for these.
+        """
+        if self._clip is None:
+            n = self.shape[0]
+            self._clip = np.empty(n)
+            for rows in gen_batches(n, self.block):
+                self._clip[rows] = clip_factors(self.X[rows], self.data_norm)
+        return self._clip
 
     def blocks(self):
         """Yield ``(rows, Z[rows])`` over consecutive blocks; one buffer is reused."""
