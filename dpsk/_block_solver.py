@@ -54,9 +54,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.utils import gen_batches
 
-from ._design import block_rows, clip_factors, design_block
+from ._design import block_rows, clip_factors, design_block, row_slices
 from ._solver import (
     _HESSIAN_BLOCK_BYTES,
     SolverError,
@@ -97,7 +96,7 @@ def _clip_factors(X_b, y_b, state, spec):
     per pass. Same function, same chunks: the design rows are the same bits.
     """
     out = np.empty(X_b.shape[0])
-    for rows in gen_batches(X_b.shape[0], spec.chunk):
+    for rows in row_slices(X_b.shape[0], spec.chunk):
         out[rows] = clip_factors(X_b[rows], spec.data_norm)
     return out
 
@@ -107,7 +106,7 @@ def _chunks(X_b, factors_b, spec):
 
     ``factors_b`` are the block's clipping factors kept by :func:`_clip_factors`.
     """
-    for rows in gen_batches(X_b.shape[0], spec.chunk):
+    for rows in row_slices(X_b.shape[0], spec.chunk):
         yield rows, design_block(X_b[rows], spec.data_norm, spec.fit_intercept,
                                  factors=factors_b[rows])
 
