@@ -85,9 +85,18 @@ def design_block(X_block, data_norm, fit_intercept, out=None, factors=None):
         factors = clip_factors(X_block, data_norm)
     scale = (INTERCEPT_SCALE if fit_intercept else 1.0) / data_norm
     data = out[:, :d]
-    np.multiply(X_block, factors[:, None], out=data)  # float32 -> float64 is exact
-    if scale != 1.0:
-        data *= scale
+    clipped = np.flatnonzero(factors != 1.0)
+    if 2 * clipped.size > n:
+        np.multiply(X_block, factors[:, None], out=data)  # float32 -> float64 is exact
+        if scale != 1.0:
+            data *= scale
+    else:
+        # One pass instead of two: for an unclipped row ``(x * 1) * scale`` is
+        # ``x * scale`` exactly (``x * 1 == x`` in float64), so the bits are those
+        # of the two-pass formula; the clipped rows are then redone with it.
+        np.multiply(X_block, np.float64(scale), out=data)  # float64, never float32
+        if clipped.size:
+            data[clipped] = X_block[clipped] * factors[clipped, None] * scale
     if fit_intercept:
         out[:, d] = INTERCEPT_SCALE
     return out
