@@ -113,6 +113,10 @@ def test_design_rows_chunks_above_the_working_memory():
     with config_context(working_memory=1):
         assert isinstance(design_rows(X, 1.0, True), DesignRows)
         assert sp.issparse(design_rows(sp.csr_matrix(X), 1.0, True))  # never densified
+    # Stored only up to a quarter of the working memory: 369 MiB of design rows
+    # (a zero-stride X, no memory) are chunked under the default 1024 MiB.
+    big = np.broadcast_to(np.zeros(1, dtype=np.float32), (400_000, 120))
+    assert isinstance(design_rows(big, 1.0, True), DesignRows)
 
 
 @pytest.mark.parametrize("loss", [LogisticLoss(), HuberLoss(0.5)])
