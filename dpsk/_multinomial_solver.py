@@ -40,9 +40,8 @@ import operator
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import gen_batches
 
-from ._design import DesignRows
+from ._design import DesignRows, row_slices
 from ._solver import (
     _U,
     SolverError,
@@ -158,7 +157,7 @@ class _MultinomialObjective(_CertifiedObjective):
         P = _softmax_parts(self.scores(w))[2]
         K, d = self.K, self.d
         H = np.zeros((K * d, K * d))
-        for rows in gen_batches(self.n, self._block_rows(K * d)):
+        for rows in row_slices(self.n, self._block_rows(K * d)):
             block, Pb = self.X[rows], P[rows]
             if sp.issparse(block):
                 parts = [sp.csr_matrix(block.multiply(Pb[:, [k]])) for k in range(K)]

@@ -71,8 +71,8 @@ import scipy.sparse as sp
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, cg
-from sklearn.utils import gen_batches
 
+from ._design import row_slices
 from ._losses import HuberLoss, LogisticLoss
 
 __all__ = ["SolverError", "SolverResult", "minimize_regularized_loss", "tolerance_floor"]
@@ -246,7 +246,7 @@ class _CertifiedObjective:
         :func:`row_norm_bounds`)."""
         if self._row_norms is None:
             rho = np.empty(self.n)
-            for rows in gen_batches(self.n, self._block_rows(self.X.shape[1])):
+            for rows in row_slices(self.n, self._block_rows(self.X.shape[1])):
                 rho[rows] = row_norm_bounds(self.X[rows])
             self._row_norms = rho
         return self._row_norms
@@ -284,7 +284,7 @@ class _CertifiedObjective:
         chunk = certificate_chunk_rows(self.n)
         v = np.zeros((self.X.shape[1],) + r.shape[1:])
         m = 0
-        for rows in gen_batches(self.n, chunk):
+        for rows in row_slices(self.n, chunk):
             v += np.asarray(self.X[rows].T @ r[rows]).reshape(v.shape)
             m += 1
         return v, chunked_sum_factor(chunk, m)
@@ -479,7 +479,7 @@ def weighted_gram(X, c, block_rows=None):
         block_rows = max(1, _HESSIAN_BLOCK_BYTES // (8 * d))
     root = np.sqrt(c)
     H = np.zeros((d, d))
-    for rows in gen_batches(X.shape[0], block_rows):
+    for rows in row_slices(X.shape[0], block_rows):
         block = X[rows]
         if sp.issparse(block):
             block = sp.csr_matrix(block.multiply(root[rows][:, None]))

@@ -138,19 +138,17 @@ def _dense_design(X, data_norm, fit_intercept, scale):
     at a time, straight into the result. A float64 ``X`` that needs no change
     (no intercept, ``data_norm = 1``, no row clipped) is returned as it is.
     """
-    from sklearn.utils import gen_batches
-
-    from ._design import block_rows, clip_factors, design_block
+    from ._design import block_rows, clip_factors, design_block, row_slices
 
     n, d = X.shape
     step = block_rows(d + 1)
     factors = np.empty(n)
-    for rows in gen_batches(n, step):
+    for rows in row_slices(n, step):
         factors[rows] = clip_factors(X[rows], data_norm)
     if X.dtype == np.float64 and scale == 1.0 and not fit_intercept and np.all(factors == 1.0):
         return X  # callers never write into Z
     Z = np.empty((n, d + int(fit_intercept)))
-    for rows in gen_batches(n, step):
+    for rows in row_slices(n, step):
         design_block(X[rows], data_norm, fit_intercept, out=Z[rows], factors=factors[rows])
     return Z
 

@@ -40,13 +40,13 @@ import tracemalloc  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 from sklearn import config_context  # noqa: E402
 
-from dpsk._design import DesignRows, design_rows  # noqa: E402
+from dpsk._design import DesignRows, clip_factors, design_block, design_rows  # noqa: E402
 from dpsk._gradient import noisy_gradient_descent  # noqa: E402
 from dpsk._losses import HuberLoss, LogisticLoss, MultinomialLoss  # noqa: E402
 from dpsk._multinomial_solver import minimize_multinomial_loss  # noqa: E402
 from dpsk._random import noise_source  # noqa: E402
 from dpsk._solver import SolverError, minimize_regularized_loss  # noqa: E402
-from dpsk._validation import design_matrix  # noqa: E402
+from dpsk._validation import INTERCEPT_SCALE, design_matrix  # noqa: E402
 
 
 def _data(n=3000, d=7, seed=0, dtype=np.float32):
@@ -65,6 +65,31 @@ def test_float32_design_is_the_float64_design_of_the_same_values(fit_intercept, 
     assert Z32.dtype == np.float64
     np.testing.assert_array_equal(Z32, Z64)
     assert np.all(np.linalg.norm(Z32, axis=1) <= 1 + 1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("data_norm, share_clipped", [(1.0, 0.0), (1.0, 0.3), (2.5, 0.3),
+                                                      (1.0, 0.9)])
+def test_design_block_is_the_two_rounding_formula(dtype, fit_intercept, data_norm,
+                                                  share_clipped):
+    # design_block takes one pass when few rows are clipped; every row must still be
+    # fl(fl(x * factor) * scale), the formula design_matrix always used.
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((500, 7))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    X *= data_norm * np.where(rng.random(500) < share_clipped, 1.7, rng.random(500))[:, None]
+    X = X.astype(dtype)
+    X[4] = -0.0
+    factors = clip_factors(X, data_norm)
+    scale = (INTERCEPT_SCALE if fit_intercept else 1.0) / data_norm
+    expected = X.astype(np.float64) * factors[:, None]
+    if scale != 1.0:
+        expected = expected * scale
+    Z = design_block(X, data_norm, fit_intercept)
+    np.testing.assert_array_equal(Z[:, :7].view(np.uint64), expected.view(np.uint64))
+    if fit_intercept:
+        assert np.all(Z[:, 7] == INTERCEPT_SCALE)
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
@@ -88,6 +113,10 @@ def test_design_rows_chunks_above_the_working_memory():
     with config_context(working_memory=1):
         assert isinstance(design_rows(X, 1.0, True), DesignRows)
         assert sp.issparse(design_rows(sp.csr_matrix(X), 1.0, True))  # never densified
+    # Stored only up to a quarter of the working memory: 369 MiB of design rows
+    # (a zero-stride X, no memory) are chunked under the default 1024 MiB.
+    big = np.broadcast_to(np.zeros(1, dtype=np.float32), (400_000, 120))
+    assert isinstance(design_rows(big, 1.0, True), DesignRows)
 
 
 @pytest.mark.parametrize("loss", [LogisticLoss(), HuberLoss(0.5)])
