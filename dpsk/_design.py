@@ -94,7 +94,9 @@ def design_block(X_block, data_norm, fit_intercept, out=None, factors=None):
         # One pass instead of two: for an unclipped row ``(x * 1) * scale`` is
         # ``x * scale`` exactly (``x * 1 == x`` in float64), so the bits are those
         # of the two-pass formula; the clipped rows are then redone with it.
-        np.multiply(X_block, np.float64(scale), out=data)  # float64, never float32
+        # dtype= forces the float64 loop: numpy < 2 casts by value and would
+        # multiply a float32 block by a scalar in float32.
+        np.multiply(X_block, scale, out=data, dtype=np.float64)
         if clipped.size:
             data[clipped] = X_block[clipped] * factors[clipped, None] * scale
     if fit_intercept:
