@@ -6,7 +6,7 @@ with :class:`BlockObjective`. Every pass the solver makes over the rows is a
 *reduction*: a function of one block of raw rows ``X_b`` and labels ``y_b``
 (the ``_*_sums`` kernels below) returns a small result (a number, a vector of
 length ``d``, a ``d x d`` matrix), and the client adds the block results in
-block order (:func:`_in_order`). The blocks are the design's (its ``block``
+block order (:func:`dpsk._design.sum_in_order`). The blocks are the design's (its ``block``
 rows in memory, the chunks of the Dask array on a cluster); a *row-block
 executor* (``design.row_blocks(y)``) runs a kernel on every block, in this
 process or on the Dask workers, and returns the results in block order.
@@ -55,7 +55,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._design import block_rows, clip_factors, design_block, row_slices
+from ._design import (
+    block_rows,
+    clip_factors_by_chunks,
+    design_block,
+    row_slices,
+    sum_in_order,
+)
 from ._solver import (
     _HESSIAN_BLOCK_BYTES,
     SolverError,
@@ -95,10 +101,7 @@ def _clip_factors(X_b, y_b, state, spec):
     computed once per fit (8 bytes a row, next to the block) instead of once
     per pass. Same function, same chunks: the design rows are the same bits.
     """
-    out = np.empty(X_b.shape[0])
-    for rows in row_slices(X_b.shape[0], spec.chunk):
-        out[rows] = clip_factors(X_b[rows], spec.data_norm)
-    return out
+    return clip_factors_by_chunks(X_b, spec.data_norm, spec.chunk)
 
 
 def _chunks(X_b, factors_b, spec):
@@ -206,16 +209,6 @@ def _certificate_sums(X_b, y_b, factors, w, w_norm, loss, spec):
     return v, err_derivative, err_sum
 
 
-def _in_order(parts):
-    """Add per-block results (tuples or arrays) one after another, in block order."""
-    if isinstance(parts[0], tuple):
-        return tuple(_in_order([part[k] for part in parts]) for k in range(len(parts[0])))
-    total = parts[0]
-    for part in parts[1:]:
-        total = total + part
-    return total
-
-
 class BlockObjective(_CertifiedObjective):
     """F of a margin loss on a chunked or Dask design, every pass a block reduction.
 
@@ -253,7 +246,7 @@ class BlockObjective(_CertifiedObjective):
         return self._max_row_norm
 
     def _value_and_grad(self, w, with_value):
-        value, grad = _in_order(self.blocks.map(_value_and_grad_sums, w, self.loss, self.spec,
+        value, grad = sum_in_order(self.blocks.map(_value_and_grad_sums, w, self.loss, self.spec,
                                                 with_value, state=self.factors))
         return value / self.n, grad / self.n + self._regulariser_gradient(w)[0]
 
@@ -268,7 +261,7 @@ class BlockObjective(_CertifiedObjective):
         return value, grad
 
     def hessian_at(self, w):
-        H = _in_order(self.blocks.map(_hessian_sums, w, self.loss, self.spec,
+        H = sum_in_order(self.blocks.map(_hessian_sums, w, self.loss, self.spec,
                                       state=self.factors))
         H[np.diag_indices_from(H)] += self.lam
         return H
@@ -280,7 +273,7 @@ class BlockObjective(_CertifiedObjective):
 
         def hessp(v):
             v = np.asarray(v, dtype=float).ravel()
-            return _in_order(blocks.map(_hessian_vector_sums, v, spec, state=kept)) + lam * v
+            return sum_in_order(blocks.map(_hessian_vector_sums, v, spec, state=kept)) + lam * v
 
         return hessp
 
@@ -292,7 +285,7 @@ class BlockObjective(_CertifiedObjective):
         blocks, loss, n = self.blocks, self.loss, self.n
 
         def dphi(t):
-            return _in_order(blocks.map_state(_line_slope_sums, margins, t, loss)) / n \
+            return sum_in_order(blocks.map_state(_line_slope_sums, margins, t, loss)) / n \
                 + c0 + t * c1
 
         return dphi
@@ -307,7 +300,7 @@ class BlockObjective(_CertifiedObjective):
         """
         d = w.shape[0]
         w_norm = float(np.linalg.norm(w)) * (1.0 + 2.0 * _gamma(d + 2))
-        v, err_derivative, err_sum = _in_order(
+        v, err_derivative, err_sum = sum_in_order(
             self.blocks.map(_certificate_sums, w, w_norm, self.loss, self.spec,
                             state=self.factors))
         m = sum(math.ceil(length / self.spec.chunk) for length in self.blocks.lengths)

@@ -39,7 +39,7 @@ dpsk[dask]``); nothing here imports it unless a Dask array is passed.
 
 import numpy as np
 
-from ._design import design_block
+from ._design import design_block, sum_in_order
 from ._silence import silenced
 from ._threads import single_threaded_blas
 from ._validation import check_classes, check_declared_classes
@@ -109,15 +109,16 @@ def class_indices(classes, y):
 
 
 def _block_gradient_sum(X_block, y_block, w, loss, data_norm, fit_intercept):
-    """The gradient sum of one block of rows (runs on a worker, one BLAS thread)."""
-    # Silenced as on the client: a worker's warnings reach the analyst's console.
-    with single_threaded_blas(), silenced():
-        Z = design_block(X_block, data_norm, fit_intercept)
-        return loss.gradient_sum(Z, np.asarray(y_block), w)
+    """The gradient sum of one block of rows (run on a worker by :func:`_single_threaded`)."""
+    Z = design_block(X_block, data_norm, fit_intercept)
+    return loss.gradient_sum(Z, np.asarray(y_block), w)
 
 
 def _single_threaded(kernel, *args):
-    """Run ``kernel`` on a worker with one BLAS thread and silenced, as on the client."""
+    """Run ``kernel`` on a worker with one BLAS thread and silenced, as on the client.
+
+    Silenced because a worker's warnings reach the analyst's console.
+    """
     with single_threaded_blas(), silenced():
         return kernel(*args)
 
@@ -196,10 +197,7 @@ class DaskDesignRows:
         import dask
         from dask import delayed
 
-        block = delayed(_block_gradient_sum, pure=True)
-        parts = [block(xb, yb, w, loss, self.data_norm, self.fit_intercept)
+        task = delayed(_single_threaded, pure=True)
+        parts = [task(_block_gradient_sum, xb, yb, w, loss, self.data_norm, self.fit_intercept)
                  for xb, yb in zip(self.X.to_delayed().ravel(), y.to_delayed().ravel())]
-        total = None
-        for part in dask.compute(*parts):
-            total = part if total is None else total + part
-        return total / self.shape[0]
+        return sum_in_order(list(dask.compute(*parts))) / self.shape[0]

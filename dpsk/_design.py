@@ -34,7 +34,7 @@ from sklearn import get_config
 from ._validation import INTERCEPT_SCALE, row_norms
 
 __all__ = ["DesignRows", "LocalRowBlocks", "design_block", "design_rows", "block_rows",
-           "clip_factors", "row_slices"]
+           "clip_factors", "clip_factors_by_chunks", "row_slices", "sum_in_order"]
 
 #: Bytes of one float64 block of design rows.
 _BLOCK_BYTES = 8 * 2**20
@@ -68,6 +68,33 @@ def clip_factors(X_block, data_norm):
     too_long = norms > data_norm
     factors[too_long] = data_norm / norms[too_long]
     return factors
+
+
+def clip_factors_by_chunks(X, data_norm, chunk):
+    """:func:`clip_factors` of every row of ``X``, ``chunk`` rows at a time (n floats).
+
+    Each factor depends on its row alone, so any chunking gives the same bits;
+    the chunks only bound the float64 temporary.
+    """
+    out = np.empty(X.shape[0])
+    for rows in row_slices(X.shape[0], chunk):
+        out[rows] = clip_factors(X[rows], data_norm)
+    return out
+
+
+def sum_in_order(parts):
+    """Add per-block results one after another, in block order.
+
+    ``parts`` is a list of arrays or numbers, or of tuples of them (added entry
+    by entry). A fixed order of additions is what makes a Dask fit and the
+    chunked in-memory fit with the same blocks give the same bits.
+    """
+    if isinstance(parts[0], tuple):
+        return tuple(sum_in_order([part[k] for part in parts]) for k in range(len(parts[0])))
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
 
 
 def design_block(X_block, data_norm, fit_intercept, out=None, factors=None):
@@ -157,10 +184,7 @@ class DesignRows:
         (``dpsk._block_solver``) and never asks for these.
         """
         if self._clip is None:
-            n = self.shape[0]
-            self._clip = np.empty(n)
-            for rows in row_slices(n, self.block):
-                self._clip[rows] = clip_factors(self.X[rows], self.data_norm)
+            self._clip = clip_factors_by_chunks(self.X, self.data_norm, self.block)
         return self._clip
 
     def blocks(self):
@@ -200,11 +224,8 @@ class DesignRows:
         Dask fits add the same block sums in the same order, so with the same
         blocks the two give the same bits.
         """
-        total = None
-        for rows, block in self.blocks():
-            part = loss.gradient_sum(block, y[rows], w)
-            total = part if total is None else total + part
-        return total / self.shape[0]
+        parts = [loss.gradient_sum(block, y[rows], w) for rows, block in self.blocks()]
+        return sum_in_order(parts) / self.shape[0]
 
 
 class LocalRowBlocks:

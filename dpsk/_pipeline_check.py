@@ -71,6 +71,7 @@ class LeakyPipelineWarning(UserWarning):
     data, such as a frozen one.
     """
 
+
 _SAFE_STRINGS = ("passthrough", "drop")
 
 _ADVICE = (
