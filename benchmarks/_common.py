@@ -133,8 +133,8 @@ def make_estimator(loss, method, alpha, epsilon, seed_seq, n_train, fit_intercep
 
 
 def _nonprivate_huber_fit(X, y01, alpha):
-    from dpsk._losses import HuberLoss
-    from dpsk._solver import minimize_regularized_loss
+    from dpsk._optimize._binary import minimize_regularized_loss
+    from dpsk._optimize._losses import HuberLoss
 
     y_pm = np.where(y01 > 0, 1.0, -1.0)
     res = minimize_regularized_loss(HuberLoss(HUBER_H), X, y_pm, alpha,

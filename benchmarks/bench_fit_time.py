@@ -14,7 +14,7 @@ dpsk certifies a gradient norm <= 1e-10 (its default ``tol``) where the
 baselines stop at scikit-learn's / scipy's default tolerances; that is part of
 what is measured. ``--threads default`` leaves BLAS at its default thread
 count (one per core) for the baselines; dpsk limits its own fits to one BLAS
-thread whatever the setting (``dpsk._threads``), so that ratio is what a user
+thread whatever the setting (``dpsk._data._threads``), so that ratio is what a user
 with default settings sees. Each timing is the median of ``--repeats`` fits after one
 warm-up fit; the ratio is median(dpsk) / median(baseline). Goal: <= 1.5.
 Timings are sensitive to machine load: rerun on a quiet machine.
@@ -154,7 +154,7 @@ def main(argv=None):
     print(f"\n{note}")
     comments = [f"command: {cmd}", f"machine: {C.machine_line(info)}",
                 f"median of {repeats} fits after 1 warm-up, BLAS threads: {args.threads} "
-                "(dpsk's own fits: 1, dpsk._threads), "
+                "(dpsk's own fits: 1, dpsk._data._threads), "
                 "epsilon=0.1, dpsk tol=1e-10", note]
     name = "fit_time" if args.threads == "1" else f"fit_time_threads_{args.threads}"
     print(f"wrote {C.write_csv(name, rows, None, comments)}")

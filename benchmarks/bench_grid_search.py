@@ -39,8 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from dpsk import BudgetAccountant, DPLogisticRegression
-from dpsk._random import NoiseSource
 from dpsk.datasets import load_adult
+from dpsk.mechanisms._random import NoiseSource
 from dpsk.model_selection import DPGridSearch
 from dpsk.model_selection._search import _select_candidate, _split_parts
 

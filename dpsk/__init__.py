@@ -1,28 +1,32 @@
 """dpsk: differentially private classifiers for scikit-learn.
 
 Every estimator charges its privacy cost to a :class:`BudgetAccountant` (the one
-passed as ``accountant``, else :func:`default_accountant`) when, and only when,
-its fit succeeds.
+passed as ``accountant``, else :func:`default_accountant`) once it has read the
+data: a fit that fails after that point stays charged.
+
+The package is grouped in wings by the job each serves, and imports run one
+way (``docs/design.rst``): estimators (``linear_model``, ``kernel``,
+``model_selection``, ``prediction``, ``utility``) -> the fit protocol
+(``_mixin``) -> ``pipeline`` and ``preprocessing`` -> ``mechanisms`` ->
+``accounting`` and ``_optimize`` -> ``_data``.
 """
 
-from ._accounting import (
+from . import _compat  # noqa: F401  (old module paths, for pickles of 0.1.0.dev0)
+from ._data._validation import ClassesFromDataWarning
+from ._mixin import PrivacyAccountingMixin, PrivateFitError
+from ._optimize._solver import SolverError
+from .accounting import (
+    ApproxDPEvent,
     BudgetAccountant,
     BudgetExceededError,
-    LedgerUnreachableError,
-    PrivacyBudgetWarning,
-    default_accountant,
-)
-from ._events import (
-    ApproxDPEvent,
     ExponentialEvent,
     GaussianEvent,
+    LedgerUnreachableError,
+    PrivacyBudgetWarning,
     PrivacyEvent,
     PureDPEvent,
+    default_accountant,
 )
-from ._mixin import PrivacyAccountingMixin, PrivateFitError
-from ._pipeline_check import LeakyPipelineWarning, check_pipeline, warn_if_pipeline_leaks
-from ._solver import SolverError
-from ._validation import ClassesFromDataWarning
 from .kernel import DPKernelClassifier
 from .linear_model import (
     DPHuberSVM,
@@ -32,7 +36,13 @@ from .linear_model import (
     robust_accuracy,
 )
 from .model_selection import DPGridSearch
-from .pipeline import PrivatePipeline, make_private_pipeline
+from .pipeline import (
+    LeakyPipelineWarning,
+    PrivatePipeline,
+    check_pipeline,
+    make_private_pipeline,
+    warn_if_pipeline_leaks,
+)
 from .prediction import DPPredictionEnsemble
 
 # The one place the version is written: pyproject.toml reads it (tool.setuptools.dynamic).

@@ -12,8 +12,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
 from . import BudgetAccountant, DPHuberSVM, DPLogisticRegression
-from ._losses import HuberLoss
-from ._solver import minimize_regularized_loss
+from ._optimize._binary import minimize_regularized_loss
+from ._optimize._losses import HuberLoss
 from .datasets import load_adult
 
 EPSILONS = (0.01, 0.05, 0.1, 0.5, 1.0)

@@ -18,10 +18,11 @@ failed fit may reveal. The order is the privacy argument:
 5. **attach** the fitted attributes and ``privacy_spent_``.
 """
 
-from . import _context
-from ._accounting import BudgetAccountant, _validate_cost
-from ._events import ApproxDPEvent, PureDPEvent
 from ._silence import silenced
+from .accounting import _context
+from .accounting._events import ApproxDPEvent, PureDPEvent
+from .accounting._ledger import BudgetAccountant, _validate_cost
+from .pipeline._check import warn_from_calling_pipeline
 
 __all__ = ["PrivacyAccountingMixin", "PrivateFitError"]
 
@@ -44,6 +45,10 @@ class PrivacyAccountingMixin:
     the fitted attributes as a dict. They define ``_privacy_cost()`` if their
     cost is not simply their ``epsilon`` and ``delta`` parameters.
     """
+
+    #: The tag by which :func:`dpsk.check_pipeline` recognises a private step
+    #: without importing this class (the pipeline check sits below the mixin).
+    _dpsk_private_step = True
 
     def _privacy_cost(self):
         """The (epsilon, delta) one fit of this estimator spends."""
@@ -72,7 +77,7 @@ class PrivacyAccountingMixin:
         accountant = getattr(self, "accountant", None)
         if accountant is None:
             # A copy unpickled in a worker carries the default ledger of the
-            # process that pickled it (see __getstate__); dpsk._context decides
+            # process that pickled it (see __getstate__); dpsk.accounting._context decides
             # when that one applies.
             accountant = _context._resolve_default(self.__dict__.get("_inherited_accountant"))
         if not isinstance(accountant, BudgetAccountant):
@@ -109,9 +114,6 @@ class PrivacyAccountingMixin:
         -------
         self
         """
-        # Imported here: the check reads this mixin's type to find private steps.
-        from ._pipeline_check import warn_from_calling_pipeline
-
         warn_from_calling_pipeline(self)
         epsilon, delta = self._privacy_cost()
         event = self._privacy_event()

@@ -28,7 +28,7 @@ from sklearn.pipeline import make_pipeline
 
 from dpsk import BudgetAccountant, DPLogisticRegression, check_pipeline
 from dpsk.datasets import load_adult
-from dpsk.pipeline import make_private_pipeline
+from dpsk.pipeline._private import make_private_pipeline
 from dpsk.preprocessing import make_table_encoder, table_norm_bound
 
 X, y = load_adult(return_X_y=True, as_frame=True)

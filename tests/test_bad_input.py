@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from dpsk import BudgetAccountant, BudgetExceededError, DPHuberSVM, DPLogisticRegression
-from dpsk._validation import clip_rows
+from dpsk._data._design import clip_rows
 
 
 def _estimator_factories():

@@ -12,12 +12,12 @@ da = pytest.importorskip("dask.array")
 from sklearn import config_context  # noqa: E402
 
 from dpsk import BudgetAccountant, DPHuberSVM, DPLogisticRegression  # noqa: E402
-from dpsk._dask import DaskDesignRows  # noqa: E402
-from dpsk._design import DesignRows  # noqa: E402
-from dpsk._erm import private_erm  # noqa: E402
-from dpsk._gradient import noisy_gradient_descent  # noqa: E402
-from dpsk._losses import HuberLoss, LogisticLoss, MultinomialLoss  # noqa: E402
-from dpsk._random import noise_source  # noqa: E402
+from dpsk._data._dask import DaskDesignRows  # noqa: E402
+from dpsk._data._design import DesignRows  # noqa: E402
+from dpsk._optimize._losses import HuberLoss, LogisticLoss, MultinomialLoss  # noqa: E402
+from dpsk.mechanisms._erm import private_erm  # noqa: E402
+from dpsk.mechanisms._gradient import noisy_gradient_descent  # noqa: E402
+from dpsk.mechanisms._random import noise_source  # noqa: E402
 
 CHUNK = 500
 
@@ -98,7 +98,7 @@ def test_dask_certified_release_is_the_chunked_release_bit_for_bit(client, loss,
 def test_dask_hessian_vector_products_are_the_chunked_ones_bit_for_bit(client, monkeypatch):
     # Conjugate gradients (d > 2000 in real use), forced: each task gets the block's
     # kept clipping factors and curvatures together.
-    import dpsk._solver as solver
+    import dpsk._optimize._solver as solver
 
     monkeypatch.setattr(solver, "_DENSE_HESSIAN_MAX_D", 0)
     X, y = _data()
@@ -131,9 +131,9 @@ def test_dask_certified_fit_matches_in_memory_fit(client, model):
 
 def _install_spies():
     """On a worker: record every spend and every noise draw made in that process."""
-    import dpsk._accounting as accounting
-    import dpsk._erm as erm
-    import dpsk._gradient as gradient
+    import dpsk.accounting._ledger as accounting
+    import dpsk.mechanisms._erm as erm
+    import dpsk.mechanisms._gradient as gradient
 
     calls = []
     for owner, name in ((accounting.BudgetAccountant, "spend"),
@@ -151,7 +151,7 @@ def _install_spies():
 
 
 def _spied_calls():
-    import dpsk._accounting as accounting
+    import dpsk.accounting._ledger as accounting
 
     return list(accounting._dpsk_test_calls)
 
@@ -255,8 +255,8 @@ def test_joblib_dask_backend_runs_parallel_parts_and_the_ledger_is_exact(client)
 
 def _count_releases():
     """On a worker: count the private_erm calls made in that process."""
-    import dpsk._erm as erm
     import dpsk.linear_model._base as base
+    import dpsk.mechanisms._erm as erm
 
     original, erm._dpsk_test_releases = erm.private_erm, [0]
 
@@ -268,6 +268,6 @@ def _count_releases():
 
 
 def _counted_releases():
-    import dpsk._erm as erm
+    import dpsk.mechanisms._erm as erm
 
     return erm._dpsk_test_releases[0]

@@ -17,7 +17,7 @@ from dpsk import (
     DPLogisticRegression,
     PrivateFitError,
 )
-from dpsk._validation import ClassesFromDataWarning
+from dpsk._data._validation import ClassesFromDataWarning
 
 ESTIMATORS = [DPLogisticRegression, DPHuberSVM, DPKernelClassifier]
 

@@ -1,4 +1,4 @@
-"""The Gaussian mechanism's calibration (dpsk/_mechanisms.py)."""
+"""The Gaussian mechanism's calibration (dpsk/mechanisms/_noise.py)."""
 
 import math
 
@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from dpsk._mechanisms import (
+from dpsk.mechanisms._noise import (
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
     gaussian_delta,
     gaussian_noise,
 )
-from dpsk._random import NoiseSource
+from dpsk.mechanisms._random import NoiseSource
 
 
 def _delta_by_privacy_loss(sigma, epsilon, sensitivity):
@@ -81,15 +81,15 @@ def test_gaussian_noise_law_and_power():
 
 
 # -- Gaussian objective perturbation: the bound against the exact profile ----------------
-from dpsk._erm import SOLVER_EPSILON_SHARE, private_erm  # noqa: E402
-from dpsk._losses import HuberLoss, LogisticLoss  # noqa: E402
-from dpsk._mechanisms import (  # noqa: E402
+from dpsk._optimize._binary import minimize_regularized_loss  # noqa: E402
+from dpsk._optimize._losses import HuberLoss, LogisticLoss  # noqa: E402
+from dpsk.mechanisms._erm import SOLVER_EPSILON_SHARE, private_erm  # noqa: E402
+from dpsk.mechanisms._noise import (  # noqa: E402
     gaussian_objective_calibration,
     gaussian_objective_delta,
     release_grid,
     rounding_radius,
 )
-from dpsk._solver import minimize_regularized_loss  # noqa: E402
 
 
 def _exact_objective_profile(loss, x, y, lam, sigma, epsilon):
@@ -259,7 +259,7 @@ def test_gaussian_output_beats_pure_output_in_high_dimension():
 
 def test_gradient_perturbation_needs_delta_and_records_a_gaussian_event():
     from dpsk import BudgetAccountant, DPLogisticRegression, GaussianEvent
-    from dpsk._gradient import noisy_gd_schedule
+    from dpsk.mechanisms._gradient import noisy_gd_schedule
 
     Z, y = _rows(300, 4, 5)
     acc = BudgetAccountant()

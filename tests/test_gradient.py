@@ -1,4 +1,7 @@
-"""Noisy full-batch gradient descent (dpsk/_gradient.py): calibration, noise law, sensitivity."""
+"""Noisy full-batch gradient descent (dpsk/mechanisms/_gradient.py).
+
+Calibration, noise law, sensitivity.
+"""
 
 import inspect
 import math
@@ -9,17 +12,17 @@ import pytest
 import scipy.sparse as sp
 from scipy import stats
 
-import dpsk._gradient as gradient_module
-from dpsk._gradient import MAX_STEPS, noisy_gd_schedule, noisy_gradient_descent
-from dpsk._losses import HuberLoss, LogisticLoss
-from dpsk._mechanisms import (
+import dpsk.mechanisms._gradient as gradient_module
+from dpsk._optimize._binary import minimize_regularized_loss
+from dpsk._optimize._losses import HuberLoss, LogisticLoss
+from dpsk.mechanisms._gradient import MAX_STEPS, noisy_gd_schedule, noisy_gradient_descent
+from dpsk.mechanisms._noise import (
     analytic_gaussian_sigma,
     gaussian_delta,
     gaussian_noise,
     release_grid,
 )
-from dpsk._random import NoiseSource
-from dpsk._solver import minimize_regularized_loss
+from dpsk.mechanisms._random import NoiseSource
 
 LOSSES = [LogisticLoss(), HuberLoss(0.5)]
 

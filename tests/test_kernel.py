@@ -8,11 +8,11 @@ import pytest
 from sklearn.datasets import make_blobs, make_circles
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import dpsk._erm
-from dpsk._accounting import BudgetAccountant, BudgetExceededError
-from dpsk._random import public_rng
+import dpsk.mechanisms._erm
+from dpsk.accounting._ledger import BudgetAccountant, BudgetExceededError
 from dpsk.kernel import DPKernelClassifier
 from dpsk.kernel import _random_features as rf
+from dpsk.mechanisms._random import public_rng
 
 
 @pytest.fixture(scope="module")
@@ -28,18 +28,18 @@ def _small(**params):
 
 
 class _NoiseRecorder:
-    """Wraps dpsk._erm.gamma_norm_noise and keeps every draw."""
+    """Wraps dpsk.mechanisms._erm.gamma_norm_noise and keeps every draw."""
 
     def __init__(self, monkeypatch):
         self.draws = []
-        original = dpsk._erm.gamma_norm_noise
+        original = dpsk.mechanisms._erm.gamma_norm_noise
 
         def recording(d, beta, rng):
             b = original(d, beta, rng)
             self.draws.append(b.copy())
             return b
 
-        monkeypatch.setattr(dpsk._erm, "gamma_norm_noise", recording)
+        monkeypatch.setattr(dpsk.mechanisms._erm, "gamma_norm_noise", recording)
 
 
 # -- the feature map ---------------------------------------------------------------

@@ -85,7 +85,7 @@ def test_forked_children_spend_into_the_parents_ledger(how, data):
 
 
 def test_fork_child_refuses_when_the_ledger_could_not_be_shared(data, monkeypatch):
-    from dpsk import _journal
+    from dpsk.accounting import _journal
 
     def fail(cls, events):
         raise OSError("no temporary directory")
@@ -250,11 +250,11 @@ _REMOTE = textwrap.dedent(
     import sys
     import joblib
     sys.path.insert(0, {tests!r})
-    import dpsk._journal
+    import dpsk.accounting._journal
     from test_ledger_processes import _make_data
     from dpsk import DPLogisticRegression, LedgerUnreachableError
 
-    dpsk._journal._host_identity = lambda: "another-machine|another-boot"
+    dpsk.accounting._journal._host_identity = lambda: "another-machine|another-boot"
     X, y = _make_data()
     acc = joblib.load(sys.argv[1])
     try:

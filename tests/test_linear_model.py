@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import dpsk._erm
 import dpsk.linear_model._base as base
+import dpsk.mechanisms._erm
 from dpsk import BudgetAccountant, DPHuberSVM, DPLogisticRegression
-from dpsk._validation import INTERCEPT_SCALE, design_matrix, row_norms
+from dpsk._data._design import INTERCEPT_SCALE, design_matrix, row_norms
 
 ESTIMATORS = [DPLogisticRegression, DPHuberSVM]
 
@@ -26,7 +26,7 @@ def _blobs(n=600, d=5, k=2, seed=0):
 def record_erm(monkeypatch):
     """Record every call of the private ERM path: its epsilon and its noise."""
     calls = []
-    real = dpsk._erm.private_erm
+    real = dpsk.mechanisms._erm.private_erm
 
     def spy(Z, y, loss, epsilon, alpha, perturbation, rng, **kw):
         w = real(Z, y, loss, epsilon, alpha, perturbation, rng, **kw)

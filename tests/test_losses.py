@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dpsk._losses import HuberLoss, LogisticLoss, make_loss
+from dpsk._optimize._losses import HuberLoss, LogisticLoss, make_loss
 
 LOSSES = [LogisticLoss(), HuberLoss(0.5), HuberLoss(0.1), HuberLoss(2.0)]
 Z = np.linspace(-40, 40, 40001)

@@ -1,4 +1,4 @@
-"""Statistical and formula tests of the privacy mechanisms in ``dpsk._mechanisms``.
+"""Statistical and formula tests of the privacy mechanisms in ``dpsk.mechanisms._noise``.
 
 A wrong noise scale does not make a model predict worse in any visible way, so
 these tests check the noise itself: its law (norm and direction), the rate that
@@ -21,18 +21,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-import dpsk._erm as erm_module
+import dpsk.mechanisms._erm as erm_module
 from dpsk import DPHuberSVM, DPLogisticRegression
-from dpsk._erm import SOLVER_EPSILON_SHARE, private_erm
-from dpsk._losses import HuberLoss, LogisticLoss
-from dpsk._mechanisms import (
+from dpsk._optimize._losses import HuberLoss, LogisticLoss
+from dpsk.mechanisms._erm import SOLVER_EPSILON_SHARE, private_erm
+from dpsk.mechanisms._noise import (
     exponential_mechanism,
     gamma_norm_noise,
     objective_perturbation_calibration,
     output_perturbation_beta,
     solver_residual_beta,
 )
-from dpsk._random import NoiseSource
+from dpsk.mechanisms._random import NoiseSource
 
 #: Significance level of every goodness-of-fit test below: a correct
 #: implementation fails one of them with probability 1e-3 over random seeds.

@@ -12,7 +12,7 @@ from sklearn.preprocessing import FunctionTransformer, Normalizer, StandardScale
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dpsk import BudgetAccountant, BudgetExceededError, DPHuberSVM, DPLogisticRegression
-from dpsk._random import NoiseSource
+from dpsk.mechanisms._random import NoiseSource
 from dpsk.model_selection import DPGridSearch, _search
 from dpsk.model_selection._search import _select_candidate, _split_parts
 
@@ -387,7 +387,7 @@ def test_rare_or_absent_class_fits_with_declared_classes(data, n_rare):
 
 
 def test_classes_none_is_read_once_and_declared_to_every_candidate(data):
-    from dpsk._validation import ClassesFromDataWarning
+    from dpsk._data._validation import ClassesFromDataWarning
 
     X, y = data
     y3 = np.where(np.arange(len(y)) < 3, 2, y)  # class 2 is in three rows only

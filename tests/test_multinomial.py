@@ -1,7 +1,7 @@
 """The multinomial (softmax) model: its constants, sensitivities, calibrations and noise laws.
 
 The multinomial model is one private release of the whole ``K x d`` weight
-matrix (``dpsk._losses.MultinomialLoss``, ``dpsk._erm.private_erm``). Its
+matrix (``dpsk._optimize._losses.MultinomialLoss``, ``dpsk.mechanisms._erm.private_erm``). Its
 privacy rests on three constants of the softmax cross-entropy, on the
 sensitivities they imply and on the calibrations that use them; this file
 checks each link, from the loss to the estimator:
@@ -34,13 +34,18 @@ import scipy.sparse as sp
 from scipy import stats
 from scipy.special import logsumexp, softmax
 
-import dpsk._erm as erm_module
-import dpsk._gradient as gradient_module
+import dpsk.mechanisms._erm as erm_module
+import dpsk.mechanisms._gradient as gradient_module
 from dpsk import BudgetAccountant, DPLogisticRegression
-from dpsk._erm import SOLVER_EPSILON_SHARE, private_erm
-from dpsk._gradient import noisy_gd_schedule
-from dpsk._losses import MultinomialLoss
-from dpsk._mechanisms import (
+from dpsk._data._design import design_matrix
+from dpsk._optimize._losses import MultinomialLoss
+from dpsk._optimize._multinomial_solver import (
+    minimize_multinomial_loss,
+    multinomial_tolerance_floor,
+)
+from dpsk.mechanisms._erm import SOLVER_EPSILON_SHARE, private_erm
+from dpsk.mechanisms._gradient import noisy_gd_schedule
+from dpsk.mechanisms._noise import (
     analytic_gaussian_sigma,
     gaussian_delta,
     gaussian_objective_calibration,
@@ -53,9 +58,7 @@ from dpsk._mechanisms import (
     rounding_radius,
     solver_residual_beta,
 )
-from dpsk._multinomial_solver import minimize_multinomial_loss, multinomial_tolerance_floor
-from dpsk._random import NoiseSource
-from dpsk._validation import design_matrix
+from dpsk.mechanisms._random import NoiseSource
 
 K = 3
 D = 2

@@ -14,14 +14,16 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dpsk import SolverError, _solver
-from dpsk._losses import LogisticLoss
-from dpsk._multinomial_solver import (
+from dpsk import SolverError
+from dpsk._optimize import _solver
+from dpsk._optimize._binary import minimize_regularized_loss
+from dpsk._optimize._losses import LogisticLoss
+from dpsk._optimize._multinomial_solver import (
     _MultinomialObjective,
     minimize_multinomial_loss,
     multinomial_tolerance_floor,
 )
-from dpsk._solver import _accelerated_gradient, minimize_regularized_loss
+from dpsk._optimize._solver import _accelerated_gradient
 
 _DPS = 50
 

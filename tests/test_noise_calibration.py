@@ -37,12 +37,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import dpsk._erm as erm_module
+import dpsk.mechanisms._erm as erm_module
 import dpsk.model_selection._search as search_module
 from dpsk import BudgetAccountant, DPLogisticRegression
-from dpsk._erm import SOLVER_EPSILON_SHARE, private_erm
-from dpsk._losses import HuberLoss, LogisticLoss
-from dpsk._mechanisms import (
+from dpsk._data._design import design_matrix
+from dpsk._data._validation import binary_targets
+from dpsk._optimize._binary import minimize_regularized_loss
+from dpsk._optimize._losses import HuberLoss, LogisticLoss
+from dpsk.mechanisms._erm import SOLVER_EPSILON_SHARE, private_erm
+from dpsk.mechanisms._noise import (
     gamma_norm_noise,
     objective_perturbation_calibration,
     output_perturbation_beta,
@@ -50,9 +53,7 @@ from dpsk._mechanisms import (
     rounding_radius,
     solver_residual_beta,
 )
-from dpsk._random import NoiseSource
-from dpsk._solver import minimize_regularized_loss
-from dpsk._validation import binary_targets, design_matrix
+from dpsk.mechanisms._random import NoiseSource
 
 P_THRESHOLD = 1e-3
 

@@ -30,8 +30,8 @@ from dpsk import (
     DPPredictionEnsemble,
     LeakyPipelineWarning,
 )
-from dpsk._pipeline_check import check_pipeline, warn_if_pipeline_leaks
-from dpsk.pipeline import PrivatePipeline, make_private_pipeline
+from dpsk.pipeline._check import check_pipeline, warn_if_pipeline_leaks
+from dpsk.pipeline._private import PrivatePipeline, make_private_pipeline
 from dpsk.preprocessing import BoundedScaler, RowNormClipper
 
 

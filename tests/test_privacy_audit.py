@@ -43,7 +43,7 @@ What the audits can and cannot show
 * Floating point: the fast tests at the end look for the leak through the
   low-order bits of the release (Mironov 2012) that an earlier version had
   (an event of probability 0.44 on D and 0 on D', eps_lb 5.05 at a claim of 1):
-  the release is now added on a grid (``dpsk._mechanisms.add_on_grid``), and the
+  the release is now added on a grid (``dpsk.mechanisms._noise.add_on_grid``), and the
   same event must not tell the neighbours apart.
 
 Run with ``pytest -m slow -s tests/test_privacy_audit.py`` to see the bounds.
@@ -57,11 +57,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import dpsk._erm as erm_module
-from dpsk._erm import private_erm
-from dpsk._losses import HuberLoss, LogisticLoss
-from dpsk._mechanisms import exponential_mechanism
-from dpsk._random import NoiseSource
+import dpsk.mechanisms._erm as erm_module
+from dpsk._optimize._losses import HuberLoss, LogisticLoss
+from dpsk.mechanisms._erm import private_erm
+from dpsk.mechanisms._noise import exponential_mechanism
+from dpsk.mechanisms._random import NoiseSource
 
 #: Confidence of each one-sided Clopper-Pearson bound. A correct mechanism whose
 #: true epsilon equals the claim exactly (the Huber output-perturbation pair
@@ -353,8 +353,8 @@ Y_OVR_D_PRIME[0] = 1
 
 def _ovr_centres(y):
     """Exact one-vs-rest minimisers (the noise-free releases) on (Z_AUDIT, y)."""
-    from dpsk._solver import minimize_regularized_loss
-    from dpsk._validation import binary_targets
+    from dpsk._data._validation import binary_targets
+    from dpsk._optimize._binary import minimize_regularized_loss
 
     return np.array([
         minimize_regularized_loss(HuberLoss(0.5), Z_AUDIT, t, ALPHA, tol=1e-13).w[0]
@@ -461,8 +461,8 @@ def _run_delta_audit(n_calibration, n_evaluation, seeds):
 
 
 def _assert_delta_branch():
-    from dpsk._erm import SOLVER_EPSILON_SHARE
-    from dpsk._mechanisms import objective_perturbation_calibration
+    from dpsk.mechanisms._erm import SOLVER_EPSILON_SHARE
+    from dpsk.mechanisms._noise import objective_perturbation_calibration
 
     calibration = objective_perturbation_calibration(
         (1 - SOLVER_EPSILON_SHARE) * EPSILON, N_ROWS, ALPHA_DELTA, HuberLoss(0.5).curvature)
@@ -525,8 +525,8 @@ def _adversarial_solver(real):
 
 
 def _residual_sampler(y, first_seed):
-    from dpsk._mechanisms import gamma_norm_noise, objective_perturbation_calibration
-    from dpsk._solver import minimize_regularized_loss
+    from dpsk._optimize._binary import minimize_regularized_loss
+    from dpsk.mechanisms._noise import gamma_norm_noise, objective_perturbation_calibration
 
     loss = HuberLoss(0.5)
     calibration = objective_perturbation_calibration(
@@ -602,7 +602,7 @@ def _fp_audit(sample_d, sample_d_prime, centre_d_prime, n_runs=2000):
 
 
 def test_output_perturbation_low_bits_do_not_leak():
-    from dpsk._solver import minimize_regularized_loss
+    from dpsk._optimize._binary import minimize_regularized_loss
 
     loss = HuberLoss(0.5)
     centre_dp = minimize_regularized_loss(loss, Z_AUDIT, Y_D_PRIME, ALPHA, tol=1e-13).w[0]
@@ -628,7 +628,7 @@ def test_estimator_output_low_bits_do_not_leak():
 
         return sample
 
-    from dpsk._solver import minimize_regularized_loss
+    from dpsk._optimize._binary import minimize_regularized_loss
 
     # The estimator's own solve (same loss, rows, alpha and default tol): bit-identical.
     centre_dp = minimize_regularized_loss(LogisticLoss(), Z_AUDIT, Y_D_PRIME, ALPHA,

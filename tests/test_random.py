@@ -1,4 +1,4 @@
-"""The noise source and the random_state rules (dpsk/_random.py)."""
+"""The noise source and the random_state rules (dpsk/mechanisms/_random.py)."""
 
 import pickle
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsk._random import (
+from dpsk.mechanisms._random import (
     InvalidRandomStateError,
     NoiseSource,
     noise_source,

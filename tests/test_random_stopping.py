@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from dpsk import BudgetAccountant, DPLogisticRegression
-from dpsk._random import NoiseSource
+from dpsk.mechanisms._random import NoiseSource
 from dpsk.model_selection import DPGridSearch, _search, _stopping
 from dpsk.model_selection._stopping import (
     default_stop_probability,

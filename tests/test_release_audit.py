@@ -24,7 +24,7 @@ Covered here (every configuration in ``AUDITED``):
   shapes): the same exception type and message for two different data sets
   with the same defect, and nothing charged;
 * the pickle and ``get_params(deep=True)``: no numpy random generator,
-  bit generator, SeedSequence, RandomState or ``dpsk._random.NoiseSource``
+  bit generator, SeedSequence, RandomState or ``dpsk.mechanisms._random.NoiseSource``
   (pickle opcodes scanned with ``pickletools.genops``, cross-checked against
   the classes an unpickler actually loads);
 * randomness: ``random_state=None`` gives fresh releases, a numpy Generator is
@@ -64,8 +64,8 @@ from dpsk import (
     DPTiltedLogisticRegression,
     PrivateFitError,
 )
-from dpsk._random import NoiseSource
-from dpsk._validation import ClassesFromDataWarning
+from dpsk._data._validation import ClassesFromDataWarning
+from dpsk.mechanisms._random import NoiseSource
 
 
 @dataclass(frozen=True)
@@ -503,7 +503,7 @@ def loaded_globals(data):
 
 def _forbidden_globals(globals_):
     return {(m, n) for m, n in globals_
-            if m.startswith("numpy.random") or m.startswith("dpsk._random")
+            if m.startswith("numpy.random") or m.startswith("dpsk.mechanisms._random")
             or n in ("NoiseSource", "Generator", "RandomState", "SeedSequence")}
 
 
@@ -559,7 +559,7 @@ def test_pickle_scan_finds_a_planted_generator():
     assert pickle_globals(data) == loaded_globals(data)
     found = _forbidden_globals(pickle_globals(data))
     assert any(m.startswith("numpy.random") for m, _ in found)
-    assert ("dpsk._random", "NoiseSource") in found
+    assert ("dpsk.mechanisms._random", "NoiseSource") in found
     assert any(isinstance(o, np.random.Generator) for o in reachable_objects(model))
 
 
@@ -721,5 +721,5 @@ def test_attack_kernel_frequencies_independent_of_noise(monkeypatch):
     np.testing.assert_array_equal(releases[0].random_weights_, releases[1].random_weights_)
     assert not np.array_equal(releases[0].coef_, releases[1].coef_)
     expected = kernel_module.sample_frequencies(
-        "rbf", 1.0, 5, N_FEATURES, dpsk._random.public_rng(5))
+        "rbf", 1.0, 5, N_FEATURES, dpsk.mechanisms._random.public_rng(5))
     np.testing.assert_array_equal(releases[0].random_weights_, expected)

@@ -22,8 +22,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from dpsk import BudgetAccountant, DPLogisticRegression, PrivateFitError, check_pipeline
-from dpsk._mechanisms import _GRID_INT_LIMIT, add_on_grid
 from dpsk.kernel import DPKernelClassifier
+from dpsk.mechanisms._noise import _GRID_INT_LIMIT, add_on_grid
 from dpsk.model_selection import DPGridSearch
 
 
@@ -47,7 +47,7 @@ def test_small_epsilon_release_hides_the_minimiser():
     clf = DPLogisticRegression(epsilon=1e-7, alpha=1e-2, perturbation="output",
                                fit_intercept=False, classes=[0, 1], random_state=0,
                                accountant=BudgetAccountant()).fit(X, y)
-    from dpsk._mechanisms import release_grid
+    from dpsk.mechanisms._noise import release_grid
     limit = _GRID_INT_LIMIT * release_grid(2.0 / (200 * 1e-2), 1000)
     at_clip = np.isclose(np.abs(clf.coef_.ravel()), limit, rtol=1e-3)
     assert not at_clip.any()
@@ -165,8 +165,8 @@ def test_grid_search_workers_print_no_warnings():
 
 def test_tiny_epsilon_point_within_covered_radius():
     mp = pytest.importorskip("mpmath")
-    import dpsk._erm as erm
-    from dpsk._solver import minimize_regularized_loss as solve
+    import dpsk.mechanisms._erm as erm
+    from dpsk._optimize._binary import minimize_regularized_loss as solve
 
     calls = []
 

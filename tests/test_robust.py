@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 from scipy.optimize import minimize
 
-import dpsk._beyond_erm as robust_erm_module
+import dpsk.mechanisms._beyond_erm as robust_erm_module
 from dpsk import (
     BudgetAccountant,
     DPRobustLogisticRegression,
@@ -15,16 +15,16 @@ from dpsk import (
     PureDPEvent,
     robust_accuracy,
 )
-from dpsk._beyond_erm import private_robust_erm, robust_sensitivity
-from dpsk._mechanisms import (
+from dpsk._optimize._robust_solver import _RobustObjective, minimize_robust_logistic
+from dpsk.mechanisms._beyond_erm import private_robust_erm, robust_sensitivity
+from dpsk.mechanisms._noise import (
     analytic_gaussian_sigma,
     output_perturbation_beta,
     output_perturbation_sensitivity,
     release_grid,
     rounding_radius,
 )
-from dpsk._random import NoiseSource
-from dpsk._robust_solver import _RobustObjective, minimize_robust_logistic
+from dpsk.mechanisms._random import NoiseSource
 
 EXACT_TOL = 1e-13
 TOL = 1e-10
@@ -64,7 +64,7 @@ def test_fallback_reaches_the_radius():
     """Force the fallback (no fast path) and compare with the certified point."""
     Z, y = _problem(100, 4, 2)
     obj = _RobustObjective(Z, y, 0.05, 0.2, 3)
-    from dpsk._solver import _accelerated_gradient
+    from dpsk._optimize._solver import _accelerated_gradient
     w, _ = _accelerated_gradient(obj, np.zeros(4), obj.gradient_bound_at_zero(), 1e-8)
     exact = _exact(Z, y, 0.05, 0.2)
     assert np.linalg.norm(w - exact) <= 1e-8 / 0.05
@@ -249,7 +249,7 @@ def test_radius_in_user_units():
 
 def test_estimator_solves_the_rescaled_problem():
     """At a huge epsilon the release is the solver's point on design rows at radius r s / D."""
-    from dpsk._validation import design_matrix, unscale_coef
+    from dpsk._data._design import design_matrix, unscale_coef
     X, y = _data(500, 1)
     clf = DPRobustLogisticRegression(radius=0.2, data_norm=2.0, epsilon=1e9, alpha=1e-2,
                                      classes=[0, 1], accountant=BudgetAccountant(),

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from dpsk import BudgetAccountant, DPLogisticRegression, _losses
+from dpsk import BudgetAccountant, DPLogisticRegression
+from dpsk._optimize import _losses
 
 
 def _blas_threads():
@@ -40,13 +41,20 @@ import tracemalloc  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 from sklearn import config_context  # noqa: E402
 
-from dpsk._design import DesignRows, clip_factors, design_block, design_rows  # noqa: E402
-from dpsk._gradient import noisy_gradient_descent  # noqa: E402
-from dpsk._losses import HuberLoss, LogisticLoss, MultinomialLoss  # noqa: E402
-from dpsk._multinomial_solver import minimize_multinomial_loss  # noqa: E402
-from dpsk._random import noise_source  # noqa: E402
-from dpsk._solver import SolverError, minimize_regularized_loss  # noqa: E402
-from dpsk._validation import INTERCEPT_SCALE, design_matrix  # noqa: E402
+from dpsk._data._design import (  # noqa: E402
+    INTERCEPT_SCALE,
+    DesignRows,
+    clip_factors,
+    design_block,
+    design_matrix,
+    design_rows,
+)
+from dpsk._optimize._binary import minimize_regularized_loss  # noqa: E402
+from dpsk._optimize._losses import HuberLoss, LogisticLoss, MultinomialLoss  # noqa: E402
+from dpsk._optimize._multinomial_solver import minimize_multinomial_loss  # noqa: E402
+from dpsk._optimize._solver import SolverError  # noqa: E402
+from dpsk.mechanisms._gradient import noisy_gradient_descent  # noqa: E402
+from dpsk.mechanisms._random import noise_source  # noqa: E402
 
 
 def _data(n=3000, d=7, seed=0, dtype=np.float32):
@@ -136,7 +144,7 @@ def test_chunked_solve_matches_stored_solve_to_tolerance(loss):
 def test_chunked_solve_paths_match_stored_solve_to_tolerance(monkeypatch, path):
     # The block solver's Hessian-vector products (d > 2000 in real use) and the
     # accelerated-gradient fallback, forced here on a small problem.
-    import dpsk._solver as solver
+    import dpsk._optimize._solver as solver
 
     X, y = _data(n=2000)
     y = np.where(y == 1, 1.0, -1.0)
@@ -220,8 +228,8 @@ def test_float32_fit_memory(perturbation):
 
 
 def test_reused_solutions_skip_a_chunked_design():
-    from dpsk._erm import private_erm
-    from dpsk._solution_cache import reusing_solutions
+    from dpsk._optimize._solution_cache import reusing_solutions
+    from dpsk.mechanisms._erm import private_erm
 
     X, y = _data(n=500)
     y = np.where(y == 1, 1.0, -1.0)

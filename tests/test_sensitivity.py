@@ -4,7 +4,7 @@ Algorithm 1 of Chaudhuri, Monteleoni and Sarwate (2011) adds noise calibrated to
 the L2-sensitivity of the exact minimiser, ``2 / (n alpha)`` (their Corollary
 1), which holds only if every row the solver sees has norm <= 1 and the loss has
 ``|l'| <= 1``. dpsk establishes the row-norm condition in
-``dpsk._validation.design_matrix`` (clipping to ``data_norm``, rescaling, and the
+``dpsk._data._validation.design_matrix`` (clipping to ``data_norm``, rescaling, and the
 intercept as a regularised constant feature). These tests feed neighbouring raw
 data sets through that path and measure how far the noise-free minimisers move.
 
@@ -19,9 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from dpsk._losses import HuberLoss, LogisticLoss
-from dpsk._solver import minimize_regularized_loss
-from dpsk._validation import design_matrix
+from dpsk._data._design import design_matrix
+from dpsk._optimize._binary import minimize_regularized_loss
+from dpsk._optimize._losses import HuberLoss, LogisticLoss
 
 TOL = 1e-12
 

@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dpsk import SolverError, _solver
-from dpsk._losses import HuberLoss, LogisticLoss
-from dpsk._mechanisms import objective_perturbation_calibration
-from dpsk._solver import _accelerated_gradient, _Objective, minimize_regularized_loss
+from dpsk import SolverError
+from dpsk._optimize import _solver
+from dpsk._optimize._binary import minimize_regularized_loss
+from dpsk._optimize._losses import HuberLoss, LogisticLoss
+from dpsk._optimize._solver import _accelerated_gradient, _Objective
+from dpsk.mechanisms._noise import objective_perturbation_calibration
 
 _PREC = 60
 

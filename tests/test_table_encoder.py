@@ -12,7 +12,7 @@ from sklearn.compose import ColumnTransformer
 from dpsk import DPLogisticRegression, check_pipeline
 from dpsk.datasets import load_adult, preprocess_adult
 from dpsk.datasets._adult import CATEGORIES, NUMERIC_MAX_ABS
-from dpsk.pipeline import make_private_pipeline
+from dpsk.pipeline._private import make_private_pipeline
 from dpsk.preprocessing import make_table_encoder, table_norm_bound
 
 NUMERIC = {"age": (17, 90), "hours": (1, 99)}

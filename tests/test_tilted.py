@@ -10,19 +10,19 @@ from test_robust import (
     random_neighbour_ratios,
 )
 
-import dpsk._beyond_erm as beyond_module
+import dpsk.mechanisms._beyond_erm as beyond_module
 from dpsk import BudgetAccountant, DPTiltedLogisticRegression
-from dpsk._beyond_erm import private_tilted_erm, tilted_sensitivity
-from dpsk._mechanisms import (
+from dpsk._optimize._solver import _accelerated_gradient
+from dpsk._optimize._tilted_solver import _TiltedObjective, minimize_tilted_logistic
+from dpsk.mechanisms._beyond_erm import private_tilted_erm, tilted_sensitivity
+from dpsk.mechanisms._noise import (
     analytic_gaussian_sigma,
     output_perturbation_beta,
     output_perturbation_sensitivity,
     release_grid,
     rounding_radius,
 )
-from dpsk._random import NoiseSource
-from dpsk._solver import _accelerated_gradient
-from dpsk._tilted_solver import _TiltedObjective, minimize_tilted_logistic
+from dpsk.mechanisms._random import NoiseSource
 
 EXACT_TOL = 1e-13
 TOL = 1e-10
@@ -55,8 +55,8 @@ def test_fallback_reaches_the_radius():
 
 
 def test_small_tilt_is_erm():
-    from dpsk._losses import LogisticLoss
-    from dpsk._solver import minimize_regularized_loss
+    from dpsk._optimize._binary import minimize_regularized_loss
+    from dpsk._optimize._losses import LogisticLoss
 
     Z, y = _problem(100, 4, 3)
     erm = minimize_regularized_loss(LogisticLoss(), Z, y, 0.05, tol=EXACT_TOL).w

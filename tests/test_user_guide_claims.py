@@ -13,8 +13,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.random_projection import GaussianRandomProjection
 
 from dpsk import DPLogisticRegression, check_pipeline
-from dpsk._mechanisms import gamma_norm_noise
-from dpsk._random import noise_source
+from dpsk.mechanisms._noise import gamma_norm_noise
+from dpsk.mechanisms._random import noise_source
 
 
 @pytest.mark.parametrize("d", [4, 64, 1024])

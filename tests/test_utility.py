@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import make_classification
 from sklearn.preprocessing import normalize
 
-import dpsk._erm as erm
+import dpsk.mechanisms._erm as erm
 from dpsk import (
     BudgetAccountant,
     DPHuberSVM,
@@ -15,10 +15,10 @@ from dpsk import (
     DPLogisticRegression,
     default_accountant,
 )
-from dpsk._losses import HuberLoss, LogisticLoss
-from dpsk._random import NoiseSource
-from dpsk._solution_cache import reusing_solutions
-from dpsk._solver import minimize_regularized_loss
+from dpsk._optimize._binary import minimize_regularized_loss
+from dpsk._optimize._losses import HuberLoss, LogisticLoss
+from dpsk._optimize._solution_cache import reusing_solutions
+from dpsk.mechanisms._random import NoiseSource
 from dpsk.utility import (
     UtilityCurve,
     curve_seeds,
@@ -46,7 +46,7 @@ def _fits_as_in_curve(est, X, y, curve, eps, seeds):
     """Real fits with the curve's split and seeds, scored like the curve."""
     from sklearn.model_selection import train_test_split
 
-    from dpsk._random import public_rng
+    from dpsk.mechanisms._random import public_rng
 
     split_seed = int(public_rng(0).integers(2**31))
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y,

@@ -4,7 +4,7 @@ Algorithm 3 of Chaudhuri, Monteleoni and Sarwate (2011): draw random frequencies
 independently of the data (Rahimi and Recht, 2007), map every input through the
 resulting feature map, and run private linear ERM (Algorithm 1 or 2) on the
 features. The frequencies are a public pre-filter; all the privacy comes from the
-linear release, which goes through ``dpsk._erm.private_erm`` like every other
+linear release, which goes through ``dpsk.mechanisms._erm.private_erm`` like every other
 dpsk model.
 """
 
@@ -17,18 +17,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._losses import MultinomialLoss, make_loss
-from .._random import noise_source, public_rng
-from .._validation import (
-    INTERCEPT_SCALE,
-    check_not_datetime,
-    clip_rows,
-    resolve_classes,
-    unscale_coef,
-    values_withheld,
-)
+from .._data._design import INTERCEPT_SCALE, clip_rows, unscale_coef
+from .._data._validation import check_not_datetime, resolve_classes, values_withheld
+from .._optimize._losses import MultinomialLoss, make_loss
 from ..linear_model._base import BaseDPLinearClassifier, fit_private_problems
 from ..linear_model._logistic import _CLASSES_AND_DELTA_DOC
+from ..mechanisms._random import noise_source, public_rng
 
 __all__ = ["DPKernelClassifier", "sample_frequencies", "fourier_features"]
 
@@ -184,7 +178,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
     is treated as public; the solver's residual is covered by extra noise (see
     ``tol``). With more than two classes and the logistic loss the default is
     one multinomial (softmax) release at the whole epsilon (constants in
-    ``dpsk._losses.MultinomialLoss``); one-vs-rest models (``multi_class="ovr"``,
+    ``dpsk._optimize._losses.MultinomialLoss``); one-vs-rest models (``multi_class="ovr"``,
     and the Huber loss) get ``epsilon / n_classes`` each (sequential
     composition).
 

@@ -9,25 +9,23 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._accounting import BudgetAccountant
-from .._dask import DaskDesignRows, class_indices, is_dask_array, validate_dask_input
-from .._design import design_rows
-from .._erm import private_erm
-from .._events import ApproxDPEvent, GaussianEvent, PureDPEvent
-from .._mechanisms import analytic_gaussian_sigma
-from .._mixin import PrivacyAccountingMixin
-from .._random import noise_source, validate_random_state
-from .._validation import (
+from .._data._dask import DaskDesignRows, class_indices, is_dask_array, validate_dask_input
+from .._data._design import clip_rows, design_rows, unscale_coef
+from .._data._validation import (
     binary_targets,
     check_not_datetime,
-    clip_rows,
     refuse_fit_params,
     resolve_classes,
-    unscale_coef,
     values_withheld,
     warn_if_classes_undeclared,
     warn_if_column_vector,
 )
+from .._mixin import PrivacyAccountingMixin
+from ..accounting._events import ApproxDPEvent, GaussianEvent, PureDPEvent
+from ..accounting._ledger import BudgetAccountant
+from ..mechanisms._erm import private_erm
+from ..mechanisms._noise import analytic_gaussian_sigma
+from ..mechanisms._random import noise_source, validate_random_state
 
 __all__ = ["BaseDPLinearClassifier", "fit_private_problems"]
 
@@ -43,7 +41,7 @@ def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng,
     decisions and probabilities (post-processing).
 
     One-vs-rest releases K models about the same rows. How the budget is shared
-    between them depends on the mechanism (:func:`dpsk._erm.private_erm`:
+    between them depends on the mechanism (:func:`dpsk.mechanisms._erm.private_erm`:
     ``epsilon / K`` each for the pure mechanisms, one joint Gaussian release
     for Gaussian output perturbation). K is ``len(classes)``, which is declared
     (or, with ``classes=None``, public by choice), never the number of labels
@@ -54,14 +52,14 @@ def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng,
     Parameters
     ----------
     Z : ndarray or sparse matrix of shape (n, d)
-        Rows of norm <= 1 (``dpsk._validation.design_matrix``).
+        Rows of norm <= 1 (``dpsk._data._validation.design_matrix``).
     y : ndarray of shape (n,)
         Original labels.
     classes : ndarray of shape (K,)
         Sorted distinct labels, K >= 2. A class absent from ``y`` still gets its
         model (trained on all-negative labels: mostly noise).
     loss, epsilon, alpha, perturbation, tol, delta
-        As in :func:`dpsk._erm.private_erm` (``epsilon`` and ``delta`` are the
+        As in :func:`dpsk.mechanisms._erm.private_erm` (``epsilon`` and ``delta`` are the
         budget of all K models together).
     rng : NoiseSource
         Parent noise source; only its spawned children are used.
@@ -188,7 +186,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         if is_dask_array(X):
             return validate_dask_input(self, X, y)
         # float32 stays float32: the design rows are built from it block by block
-        # in float64 (dpsk._design), so no float64 copy of X is ever made.
+        # in float64 (dpsk._data._design), so no float64 copy of X is ever made.
         X, y = values_withheld(validate_data, self, X, y, accept_sparse="csr",
                                dtype=[np.float64, np.float32])
         return X, y, resolve_classes(y, self.classes)

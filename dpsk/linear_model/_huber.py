@@ -5,7 +5,7 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from .._losses import HuberLoss
+from .._optimize._losses import HuberLoss
 from ._base import BaseDPLinearClassifier
 from ._logistic import _SHARED_ATTRS_DOC, _SHARED_PARAMS_DOC
 

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from .._losses import LogisticLoss, MultinomialLoss
+from .._optimize._losses import LogisticLoss, MultinomialLoss
 from ._base import BaseDPLinearClassifier
 
 __all__ = ["DPLogisticRegression"]
@@ -23,7 +23,7 @@ _CLASSES_AND_DELTA_DOC = """    classes : array-like of shape (n_classes,) or No
         uses the analytic Gaussian mechanism (Balle and Wang 2018), with
         one-vs-rest models released as one joint Gaussian mechanism; objective
         perturbation uses Gaussian noise in the objective with the accounting
-        derived in ``dpsk._mechanisms.gaussian_objective_delta``. Choose delta
+        derived in ``dpsk.mechanisms._noise.gaussian_objective_delta``. Choose delta
         well below ``1 / n_samples``."""
 
 _SHARED_PARAMS_DOC = f"""
@@ -41,7 +41,7 @@ _SHARED_PARAMS_DOC = f"""
         objective (usually more accurate). ``"output"``: Algorithm 1, noise added
         to the exact minimiser, calibrated to its sensitivity ``2/(n alpha)``.
         ``"gradient"`` (needs ``delta > 0``): full-batch noisy gradient descent
-        with a data-independent schedule (``dpsk._gradient``), no solver.
+        with a data-independent schedule (``dpsk.mechanisms._gradient``), no solver.
     fit_intercept : bool, default=True
         Fit an intercept as a regularised constant feature: each row becomes
         ``[x / data_norm, 1] / sqrt(2)`` so that its norm stays <= 1 and the
@@ -105,8 +105,8 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     extra noise (see ``tol``). The multinomial model (``multi_class``) meets
     the same theorems' conditions with the softmax loss's constants (gradient
     norm <= ``sqrt(2)``, Hessian eigenvalues <= 1/2 of rank ``n_classes - 1``;
-    derivations in ``dpsk._losses.MultinomialLoss`` and
-    ``dpsk._mechanisms``). With ``delta > 0`` the guarantee is ``(epsilon,
+    derivations in ``dpsk._optimize._losses.MultinomialLoss`` and
+    ``dpsk.mechanisms._noise``). With ``delta > 0`` the guarantee is ``(epsilon,
     delta)``-DP (see ``delta``).
 
     Parameters
@@ -116,7 +116,7 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         How more than two classes are fitted. ``"multinomial"``: one softmax
         model whose whole ``n_classes x n_features`` weight matrix is a single
         private release at the whole ``(epsilon, delta)`` (the loss constants
-        are derived in ``dpsk._losses.MultinomialLoss``); with two classes it
+        are derived in ``dpsk._optimize._losses.MultinomialLoss``); with two classes it
         is reported as one row of weights, like scikit-learn's. ``"ovr"``:
         one binary model per class, sharing the budget (``epsilon /
         n_classes`` each with ``delta = 0``, one joint Gaussian release for

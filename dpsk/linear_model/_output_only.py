@@ -2,8 +2,9 @@
 
 import numpy as np
 
-from .._random import noise_source
-from .._validation import binary_targets, design_matrix, unscale_coef
+from .._data._design import design_matrix, unscale_coef
+from .._data._validation import binary_targets
+from ..mechanisms._random import noise_source
 from ._base import BaseDPLinearClassifier
 from ._logistic import DPLogisticRegression
 

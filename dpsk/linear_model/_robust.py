@@ -6,8 +6,9 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._beyond_erm import private_robust_erm
-from .._validation import INTERCEPT_SCALE, check_not_datetime, clip_rows
+from .._data._design import INTERCEPT_SCALE, clip_rows
+from .._data._validation import check_not_datetime
+from ..mechanisms._beyond_erm import private_robust_erm
 from ._logistic import _SHARED_ATTRS_DOC
 from ._output_only import _OUTPUT_ONLY_PARAMS_DOC, _OutputOnlyClassifier
 
@@ -91,7 +92,7 @@ class DPRobustLogisticRegression(_OutputOnlyClassifier):
     replacing one training row. The noise is calibrated to the sensitivity
     ``2 (1 + r) / (n alpha)`` of the exact minimiser (``r`` the radius on the
     rescaled rows, ``radius / data_norm`` times ``1/sqrt(2)`` with an
-    intercept), derived in ``dpsk._beyond_erm`` and ``docs/beyond_erm.rst``,
+    intercept), derived in ``dpsk.mechanisms._beyond_erm`` and ``docs/beyond_erm.rst``,
     plus the certified solver's distance and the release-grid rounding.
     Conditions, all enforced: rows clipped to ``data_norm``; labels mapped to
     {{-1, +1}}; ``n_samples`` public. The solved objective replaces ``||w||``

@@ -5,7 +5,7 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from .._beyond_erm import private_tilted_erm
+from ..mechanisms._beyond_erm import private_tilted_erm
 from ._logistic import _SHARED_ATTRS_DOC
 from ._output_only import _OUTPUT_ONLY_PARAMS_DOC, _OutputOnlyClassifier
 
@@ -30,7 +30,7 @@ class DPTiltedLogisticRegression(_OutputOnlyClassifier):
     noise is calibrated to the sensitivity ``2 q / alpha`` of the exact
     minimiser, ``q = e^(t L) / (e^(t L) + n - 1)``, ``L = log(1 + e^B)``, ``B =
     min(1/alpha, sqrt(2 log 2 / alpha))`` (derived in
-    ``dpsk._beyond_erm.tilted_sensitivity`` and ``docs/beyond_erm.rst``), plus
+    ``dpsk.mechanisms._beyond_erm.tilted_sensitivity`` and ``docs/beyond_erm.rst``), plus
     the certified solver's distance and the release-grid rounding. Unlike
     ERM's ``2 / (n alpha)`` it falls like ``1/n`` only once ``n`` is well
     above ``e^(t L)``: keep ``t`` small or ``alpha`` large, or the noise is

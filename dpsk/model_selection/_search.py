@@ -19,13 +19,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
-from .._accounting import BudgetAccountant, _validate_cost
-from .._mechanisms import exponential_mechanism
-from .._mixin import PrivacyAccountingMixin
-from .._pipeline_check import _learning_parts
-from .._random import noise_source, public_rng, validate_random_state
-from .._silence import silenced
-from .._validation import (
+from .._data._validation import (
     check_not_datetime,
     refuse_fit_params,
     resolve_classes,
@@ -33,6 +27,12 @@ from .._validation import (
     warn_if_classes_undeclared,
     warn_if_column_vector,
 )
+from .._mixin import PrivacyAccountingMixin
+from .._silence import silenced
+from ..accounting._ledger import BudgetAccountant, _validate_cost
+from ..mechanisms._noise import exponential_mechanism
+from ..mechanisms._random import noise_source, public_rng, validate_random_state
+from ..pipeline._check import _learning_parts
 from ._stopping import (
     RANDOM_STOPPING_FACTOR,
     default_stop_probability,

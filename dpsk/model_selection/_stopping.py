@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .._mechanisms import _check_noise_source, _check_positive
+from ..mechanisms._noise import _check_noise_source, _check_positive
 
 __all__ = [
     "RANDOM_STOPPING_FACTOR",

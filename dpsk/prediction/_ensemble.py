@@ -9,20 +9,20 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._accounting import BudgetAccountant, BudgetExceededError
-from .._events import ExponentialEvent
-from .._mixin import PrivacyAccountingMixin
-from .._pipeline_check import warn_from_calling_pipeline
-from .._random import public_rng, validate_random_state
-from .._silence import silenced
-from .._validation import (
+from .._data._validation import (
     check_not_datetime,
     resolve_classes,
     values_withheld,
     warn_if_classes_undeclared,
     warn_if_column_vector,
 )
+from .._mixin import PrivacyAccountingMixin
+from .._silence import silenced
+from ..accounting._events import ExponentialEvent
+from ..accounting._ledger import BudgetAccountant, BudgetExceededError
+from ..mechanisms._random import public_rng, validate_random_state
 from ..model_selection._search import _split_parts
+from ..pipeline._check import warn_from_calling_pipeline
 from ._vote import paper_n_teachers, private_vote, vote_counts
 
 __all__ = ["DPPredictionEnsemble", "TeachersInPickleWarning"]

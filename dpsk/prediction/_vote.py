@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from .._mechanisms import exponential_mechanism
-from .._random import NoiseSource
 from .._silence import silenced
+from ..mechanisms._noise import exponential_mechanism
+from ..mechanisms._random import NoiseSource
 
 __all__ = ["VOTE_SENSITIVITY", "paper_n_teachers", "vote_counts", "vote_probabilities",
            "private_vote"]

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import FLOAT_DTYPES, validate_data
 
-from .._validation import clip_rows
+from .._data._design import clip_rows
 
 __all__ = ["RowNormClipper", "BoundedScaler"]
 

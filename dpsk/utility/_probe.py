@@ -4,7 +4,7 @@ Everything after the probe's fit is post-processing of public things only: the
 released weights, the public parameters (``epsilon``, ``delta``, ``alpha``,
 ``tol``, ``data_norm``, the loss), the public metadata ``n`` (the private
 training-set size), the noise law's scale as a function of epsilon (public,
-``dpsk._erm._noise_law``), and public data. The private data is read once, by
+``dpsk.mechanisms._erm._noise_law``), and public data. The private data is read once, by
 the probe's own ``fit``, which charges its ledger.
 """
 
@@ -12,10 +12,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
-from .._erm import _noise_law, _tolerance_floor
-from .._solver import minimize_regularized_loss
-from .._validation import INTERCEPT_SCALE, clip_rows, design_matrix
+from .._data._design import INTERCEPT_SCALE, clip_rows, design_matrix
+from .._optimize._binary import minimize_regularized_loss
 from ..kernel._random_features import DPKernelClassifier, fourier_features
+from ..mechanisms._erm import _noise_law, _tolerance_floor
 from ._common import check_count, check_epsilons, check_estimator, describe
 from ._curve import UtilityCurve
 
@@ -161,10 +161,10 @@ def perturbed_optimum_derivative(w, Z, y, loss, law, epsilon, w_star=None):
         (public data in probe mode).
     y : ndarray of shape (n_rows,)
         Labels in {-1, +1}.
-    loss : margin loss from ``dpsk._losses``
+    loss : margin loss from ``dpsk._optimize._losses``
     law : callable
         ``law(epsilon) -> (s, lambda)``, the public noise scale and
-        regularisation (``dpsk._erm._noise_law``).
+        regularisation (``dpsk.mechanisms._erm._noise_law``).
     epsilon : float
         Where to differentiate.
     w_star : ndarray of shape (d,), optional
@@ -230,7 +230,7 @@ def _design(estimator, X):
         Z = design_matrix(X, estimator.data_norm, estimator.fit_intercept)
         data_norm = estimator.data_norm
     coef = estimator.coef_[0]
-    if estimator.fit_intercept:  # the inverse of dpsk._validation.unscale_coef
+    if estimator.fit_intercept:  # the inverse of dpsk._data._validation.unscale_coef
         w = np.append(coef * (data_norm / INTERCEPT_SCALE),
                       estimator.intercept_[0] / INTERCEPT_SCALE)
     else:

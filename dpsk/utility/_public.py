@@ -8,9 +8,9 @@ from joblib import Parallel, delayed
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_X_y
 
-from .._accounting import BudgetAccountant
-from .._random import public_rng, validate_random_state
-from .._solution_cache import reusing_solutions
+from .._optimize._solution_cache import reusing_solutions
+from ..accounting._ledger import BudgetAccountant
+from ..mechanisms._random import public_rng, validate_random_state
 from ._common import (
     check_count,
     check_epsilons,

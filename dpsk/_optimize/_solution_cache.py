@@ -42,7 +42,7 @@ def shared_solution(problem, solve):
     Parameters
     ----------
     problem : tuple
-        ``(loss, Z, y, alpha, tol)``. A chunked design (``dpsk._design``) is
+        ``(loss, Z, y, alpha, tol)``. A chunked design (``dpsk._data._design``) is
         never hashed, since its rows are not stored: it is always solved.
     solve : callable
         Returns the minimiser of ``problem``.

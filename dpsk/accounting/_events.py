@@ -8,12 +8,14 @@ mechanism with noise multiplier ``sigma`` composes much better than the
 recorded as an immutable event, and the pair is derived from it.
 
 Events are frozen dataclasses: hashable, picklable, comparable, and they cross
-process boundaries as small JSON objects (see :mod:`dpsk._journal`).
+process boundaries as small JSON objects (see :mod:`dpsk.accounting._journal`).
 """
 
 import math
 from dataclasses import asdict, dataclass, field
 from numbers import Real
+
+from ._profiles import gaussian_delta
 
 __all__ = [
     "PrivacyEvent",
@@ -135,9 +137,7 @@ class ApproxDPEvent(PrivacyEvent):
 
 def _gaussian_delta(epsilon, sigma):
     """delta(epsilon) of the Gaussian mechanism with noise multiplier ``sigma``
-    (sensitivity 1; :func:`dpsk._mechanisms.gaussian_delta`, Balle and Wang 2018)."""
-    from ._mechanisms import gaussian_delta
-
+    (sensitivity 1; :func:`dpsk.accounting._profiles.gaussian_delta`, Balle and Wang 2018)."""
     return gaussian_delta(sigma, epsilon, 1.0)
 
 

@@ -1,7 +1,7 @@
 """BLAS threads inside a private fit: one, always.
 
-The solvers of dpsk (``dpsk._solver``, ``dpsk._multinomial_solver``) and noisy
-gradient descent (``dpsk._gradient``) spend their time in many small BLAS
+The solvers of dpsk (``dpsk._optimize._solver``, ``dpsk._optimize._multinomial_solver``) and noisy
+gradient descent (``dpsk.mechanisms._gradient``) spend their time in many small BLAS
 calls: matrix-vector products over row blocks (memory bound: more threads do
 not make them faster) and, for Newton, rank-k updates of a ``d x d`` Hessian
 from 4 MiB row blocks. With BLAS's default of one thread per core, each of

@@ -1,6 +1,6 @@
 """Composition: the privacy guarantee of a sequence of releases.
 
-Every function here takes a sequence of :class:`~dpsk._events.PrivacyEvent` and a
+Every function here takes a sequence of :class:`~dpsk.accounting._events.PrivacyEvent` and a
 target total ``delta`` and returns an ``epsilon`` such that running all the
 releases (adaptively, each chosen after seeing the earlier ones) is
 ``(epsilon, delta)``-DP. ``math.inf`` means the method gives no bound at that

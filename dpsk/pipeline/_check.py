@@ -55,9 +55,16 @@ from sklearn.impute import MissingIndicator, SimpleImputer
 from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, OrdinalEncoder
 
-from ._mixin import PrivacyAccountingMixin
-
 __all__ = ["check_pipeline", "warn_if_pipeline_leaks", "LeakyPipelineWarning"]
+
+
+def is_private_step(step):
+    """Whether ``step`` is a dpsk estimator (it carries the mixin's tag).
+
+    A tag rather than ``isinstance``: this check sits below
+    :class:`dpsk.PrivacyAccountingMixin` and must not import it.
+    """
+    return getattr(type(step), "_dpsk_private_step", False) is True
 
 
 class LeakyPipelineWarning(UserWarning):
@@ -89,7 +96,7 @@ _ADVICE = (
 def _declared_safe_types():
     # Imported here: dpsk.preprocessing imports the core, and the core must not
     # import it back at module load.
-    from .preprocessing import BoundedScaler, RowNormClipper
+    from ..preprocessing import BoundedScaler, RowNormClipper
 
     return (FunctionTransformer, RowNormClipper, BoundedScaler)
 
@@ -194,7 +201,7 @@ def check_pipeline(pipeline):
         raise TypeError(f"pipeline must be a sklearn.pipeline.Pipeline, got "
                         f"{type(pipeline).__name__}.")
     private = [i for i, (_, step) in enumerate(pipeline.steps)
-               if isinstance(step, PrivacyAccountingMixin)]
+               if is_private_step(step)]
     if not private:
         raise ValueError("The pipeline has no dpsk estimator, so none of it is "
                          "differentially private.")

@@ -8,16 +8,16 @@ Semantics
   returns the ledger itself.
 * It records one :class:`~dpsk.PrivacyEvent` per release. ``total()`` is basic
   composition (the ``(epsilon, delta)`` pairs add up); ``total(method=...)``
-  gives tighter totals (:mod:`dpsk._composition`), and
+  gives tighter totals (:mod:`dpsk.accounting._composition`), and
   ``composition=...`` enforces the budget under one of them.
 * ``check`` happens before any data is touched; ``spend`` records a release.
 * Copies in other processes (pickled into joblib workers, or inherited by a
-  forked child) check and spend through a journal file (:mod:`dpsk._journal`),
+  forked child) check and spend through a journal file (:mod:`dpsk.accounting._journal`),
   so their spends reach the ledger the user holds, or are refused with
   :class:`~dpsk.LedgerUnreachableError` when that ledger is gone. Before every
   ``os.fork`` each live ledger of the process moves to its journal, so forked
   children share it too.
-* Which ledger ``accountant=None`` means is decided in :mod:`dpsk._context`.
+* Which ledger ``accountant=None`` means is decided in :mod:`dpsk.accounting._context`.
 """
 
 import math
@@ -568,3 +568,6 @@ def _after_fork_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+
+
+_context.register_ledger_class(BudgetAccountant)

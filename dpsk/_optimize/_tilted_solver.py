@@ -19,7 +19,7 @@ l'_i y_i x_i``):
   ||x_i||^2``, so ``curvature = 1/4 + t``.
 
 The machinery (L-BFGS-B, Newton, exact line search, certified stop and the
-Nesterov fallback) is ``dpsk._solver``'s; only the objective and its rounding
+Nesterov fallback) is ``dpsk._optimize._solver``'s; only the objective and its rounding
 certificate live here.
 """
 
@@ -44,7 +44,7 @@ from ._solver import (
 
 __all__ = ["minimize_tilted_logistic"]
 
-# Relative error assumed for one float64 exp or log1p (as dpsk._multinomial_solver).
+# Relative error assumed for one float64 exp or log1p (as dpsk._optimize._multinomial_solver).
 _FUNCTION_ERROR = 8.0 * _U
 
 
@@ -126,7 +126,7 @@ class _TiltedObjective(_CertifiedObjective):
         (``u = 2^-53``, ``gamma_k = k u / (1 - k u)``; Higham 2002).
 
         1. Margins: ``|m~_i - m_i| <= delta_i = gamma_k rho_i ||w||``.
-        2. ``l'``: ``D_i`` from ``dpsk._solver._derivative_error``.
+        2. ``l'``: ``D_i`` from ``dpsk._optimize._solver._derivative_error``.
         3. Scores ``s_i = t l_i``: ``|l(m~) - l(m)| <= delta_i`` (``|l'| <= 1``),
            the evaluation of ``l`` errs by ``<= 8u l~_i`` (assumed, as for
            ``exp``), the product by ``u t l~_i``: ``|s~_i - s_i| <= e_i = t
@@ -174,7 +174,7 @@ class _TiltedObjective(_CertifiedObjective):
 def minimize_tilted_logistic(X, y, lam, tilt, tol=1e-10, max_iter=1000):
     """Return a point within ``tol / lam`` of the exact minimiser of the tilted ``T``.
 
-    Total on its domain like ``dpsk._solver.minimize_regularized_loss`` (same
+    Total on its domain like ``dpsk._optimize._solver.minimize_regularized_loss`` (same
     guarantee, same two paths). ``tilt`` must be finite and > 0.
 
     Returns

@@ -6,7 +6,7 @@ minimiser, not an average of losses. This module releases the minimisers of
 two such objectives with noise calibrated to sensitivities derived here (our
 own derivations; ``docs/beyond_erm.rst`` writes them out).
 
-Robust. The objective of ``dpsk._robust_solver``,
+Robust. The objective of ``dpsk._optimize._robust_solver``,
 ``F(w) = (1/n) sum_i l(y_i w.z_i - r N(w)) + (alpha/2) ||w||^2``. Each term
 ``f_i`` is convex and ``L``-Lipschitz with ``L = 1 + r``: its gradient is
 ``l'(m_i) (y_i z_i - r u_w)`` with ``|l'| <= 1``, ``||z_i|| <= 1`` and
@@ -16,12 +16,12 @@ F2)(w1) >= alpha ||w2 - w1||^2``; ``F1 - F2 = (f_i - f_i') / n`` is
 ``2L/n``-Lipschitz, so ``||w1 - w2|| <= 2 (1 + r) / (n alpha)``. No second
 derivative is used.
 
-Tilted. The objective of ``dpsk._tilted_solver``, ``T(w) = (alpha/2) ||w||^2
+Tilted. The objective of ``dpsk._optimize._tilted_solver``, ``T(w) = (alpha/2) ||w||^2
 + (1/t) log mean_i exp(t l_i(w))``, ``t > 0``: see :func:`tilted_sensitivity`.
 
 Both release ``add_on_grid(solver point, noise)`` with Algorithm 1's
 calibration at the derived sensitivity plus the solver's distance and the grid
-rounding (``dpsk._erm._noise_plan``): Gamma-norm noise for ``delta = 0``, the
+rounding (``dpsk.mechanisms._erm._noise_plan``): Gamma-norm noise for ``delta = 0``, the
 analytic Gaussian mechanism (Balle and Wang 2018) for ``delta > 0``.
 """
 
@@ -31,11 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
+from .._optimize._robust_solver import minimize_robust_logistic, robust_curvature
+from .._optimize._tilted_solver import minimize_tilted_logistic
+from .._silence import silenced
 from ._erm import _draw, _noise_plan
-from ._mechanisms import add_on_grid
-from ._robust_solver import minimize_robust_logistic, robust_curvature
-from ._silence import silenced
-from ._tilted_solver import minimize_tilted_logistic
+from ._noise import add_on_grid
 
 __all__ = ["private_robust_erm", "robust_sensitivity", "RobustLogisticConstants",
            "private_tilted_erm", "tilted_sensitivity", "TiltedLogisticConstants"]
@@ -47,8 +47,8 @@ class RobustLogisticConstants:
 
     ``lipschitz = 1 + r`` bounds one row's gradient (module docstring) and
     ``curvature`` its gradient's Lipschitz constant
-    (``dpsk._robust_solver.robust_curvature``). Shaped like a ``dpsk._losses``
-    object so that ``dpsk._erm._noise_plan`` calibrates it.
+    (``dpsk._optimize._robust_solver.robust_curvature``). Shaped like a ``dpsk._optimize._losses``
+    object so that ``dpsk.mechanisms._erm._noise_plan`` calibrates it.
     """
 
     radius: float
@@ -73,7 +73,7 @@ def private_robust_erm(Z, y, radius, n_perturbed, epsilon, alpha, rng, tol=1e-10
     <= 1, ``y`` is in {-1, +1} and ``n`` is public. ``delta = 0``: Gamma-norm
     noise at ``epsilon / n_problems`` each (sequential composition); ``delta >
     0``: one joint Gaussian mechanism of sensitivity ``sqrt(n_problems)
-    Delta`` (as ``dpsk._erm.private_erm``). ``Delta = 2 (1 + r) / (n alpha) +
+    Delta`` (as ``dpsk.mechanisms._erm.private_erm``). ``Delta = 2 (1 + r) / (n alpha) +
     2 tol / alpha + 2 rounding`` (module docstring).
 
     Parameters
@@ -86,7 +86,7 @@ def private_robust_erm(Z, y, radius, n_perturbed, epsilon, alpha, rng, tol=1e-10
         Leading coordinates the perturbation acts on (``d - 1`` with an
         intercept column last).
     epsilon, alpha, rng, tol, delta, n_problems
-        As in :func:`dpsk._erm.private_erm`.
+        As in :func:`dpsk.mechanisms._erm.private_erm`.
 
     Returns
     -------
@@ -104,7 +104,7 @@ def _output_release(constants, shape, solve, epsilon, alpha, rng, tol, delta, n_
     """Calibrate from public quantities, solve, add the noise on the release grid.
 
     ``constants.lipschitz`` is the sensitivity times ``n alpha / 2``; the plan
-    adds the solver's distance and the rounding (``dpsk._erm._noise_plan``).
+    adds the solver's distance and the rounding (``dpsk.mechanisms._erm._noise_plan``).
     Warnings are dropped: only the release leaves.
     """
     with silenced():
@@ -157,11 +157,11 @@ def tilted_sensitivity(n, alpha, tilt):
 
 @dataclass(frozen=True)
 class TiltedLogisticConstants:
-    """Constants of the tilted logistic objective, shaped for ``dpsk._erm._noise_plan``.
+    """Constants of the tilted logistic objective, shaped for ``dpsk.mechanisms._erm._noise_plan``.
 
     ``lipschitz`` is the sensitivity expressed in Algorithm 1's units, ``n
     alpha Delta / 2`` (so the plan's ``2 lipschitz / (n alpha)`` is
-    :func:`tilted_sensitivity`); ``curvature = 1/4 + t`` (``dpsk._tilted_solver``).
+    :func:`tilted_sensitivity`); ``curvature = 1/4 + t`` (``dpsk._optimize._tilted_solver``).
     """
 
     tilt: float

@@ -5,11 +5,11 @@
 The privacy proofs of Chaudhuri et al. (2011) are about the *exact* minimiser
 ``w*``. dpsk releases a point ``w`` with ``||w - w*|| <= tol / lam`` (``tol``
 fixed before the data is seen) and calibrates extra noise for that distance
-(``dpsk._mechanisms.output_perturbation_beta`` and ``solver_residual_beta``).
+(``dpsk.mechanisms._noise.output_perturbation_beta`` and ``solver_residual_beta``).
 
 The guarantee
 -------------
-:func:`minimize_regularized_loss` is *total* on its domain: for finite ``X``
+:func:`dpsk._optimize._binary.minimize_regularized_loss` is *total* on its domain: for finite ``X``
 (dense or CSR), labels in {-1, +1}, a finite ``linear``, finite ``lam > 0`` and
 ``tol > 0``, and a dpsk loss (convex, ``|l'| <= 1``, ``l'`` Lipschitz with
 constant ``loss.curvature``), it returns a point and never raises. A
@@ -61,7 +61,7 @@ sparse X in a format other than CSR is converted to CSR once.
 
 The machinery is generic: :func:`_solve` and the functions it calls see the
 objective only through the methods of :class:`_CertifiedObjective`, on a flat
-parameter vector. ``dpsk._multinomial_solver`` uses it for softmax regression.
+parameter vector. ``dpsk._optimize._multinomial_solver`` uses it for softmax regression.
 """
 
 import math
@@ -72,10 +72,10 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, cg
 
-from ._design import row_slices
+from .._data._design import row_slices
 from ._losses import HuberLoss, LogisticLoss
 
-__all__ = ["SolverError", "SolverResult", "minimize_regularized_loss", "tolerance_floor"]
+__all__ = ["SolverError", "SolverResult", "tolerance_floor"]
 
 _HANDOVER_GTOL = 1e-2
 # Newton steps use the dense Hessian up to this dimension (d^2 doubles of memory).
@@ -259,7 +259,7 @@ class _CertifiedObjective:
         """Rows per block of a ``width``-column float64 temporary.
 
         At most ``_HESSIAN_BLOCK_BYTES``, and at most the block of a chunked
-        design (``dpsk._design.DesignRows.block``), whose blocks are built on demand.
+        design (``dpsk._data._design.DesignRows.block``), whose blocks are built on demand.
         """
         rows = max(1, _HESSIAN_BLOCK_BYTES // (8 * width))
         return min(rows, getattr(self.X, "block", rows))
@@ -575,7 +575,7 @@ def tolerance_floor(d, curvature, lam, linear_norm_bound=0.0):
     minimiser ``lam ||w*|| <= ||grad loss|| + ||linear|| <= 1 + ||linear||``),
     so ``_FLOOR_FACTOR d u (c + lam) (1 + linear_norm_bound) / lam`` is a floor
     on ``tol`` computed without the data (the mechanisms pass the largest norm
-    their noise sampler can produce, ``dpsk._mechanisms.noise_norm_bound``).
+    their noise sampler can produce, ``dpsk.mechanisms._noise.noise_norm_bound``).
     Raising ``tol`` only adds noise; the guarantee is unchanged.
 
     Parameters
@@ -594,68 +594,6 @@ def tolerance_floor(d, curvature, lam, linear_norm_bound=0.0):
     """
     u = 2.0**-53
     return _FLOOR_FACTOR * d * u * (curvature + lam) * (1.0 + linear_norm_bound) / lam
-
-
-def minimize_regularized_loss(loss, X, y, lam, linear=None, tol=1e-10, max_iter=1000,
-                              w0=None):
-    """Return a point within ``tol / lam`` of the exact minimiser of F; never fail.
-
-    See the module docstring for the guarantee, which parts of it hold in
-    floating point and which in exact arithmetic.
-
-    Parameters
-    ----------
-    loss : loss object from ``dpsk._losses``
-    X : ndarray, sparse matrix, ``DesignRows`` or ``DaskDesignRows`` of shape (n, d)
-        Finite; rows of L2 norm <= 1 in dpsk (the bounds use the actual norms).
-        A chunked (``dpsk._design``) or Dask (``dpsk._dask``) design is solved
-        by per-block reductions (``dpsk._block_solver``), with the same guarantee.
-    y : ndarray of shape (n,), values in {-1, +1}
-        A Dask array (chunked like the rows) with a ``DaskDesignRows``.
-    lam : float
-        Strong-convexity modulus (total L2 strength), finite and > 0.
-    linear : ndarray of shape (d,) or None
-        Linear term (objective perturbation's ``b / n``), finite.
-    tol : float
-        Gradient-norm scale of the guarantee: the point is within ``tol / lam``
-        of the minimiser. Finite and > 0.
-    max_iter : int
-        Iteration cap for L-BFGS-B. It only shapes the fast path; the guarantee
-        does not depend on it.
-    w0 : ndarray of shape (d,) or None
-        Starting point (zeros by default), finite.
-
-    Returns
-    -------
-    SolverResult
-        Only ``.w`` is meant for callers.
-
-    Raises
-    ------
-    SolverError
-        Only for inputs outside the domain (non-finite values, ``lam <= 0``,
-        ``tol <= 0``, labels outside {-1, +1}, inconsistent shapes). Never for a
-        difficult problem: that decides nothing observable but ``w``.
-    """
-    linear = None if linear is None else np.asarray(linear, dtype=float).ravel()
-    w0 = None if w0 is None else np.asarray(w0, dtype=float).ravel()
-    lam, tol = float(lam), float(tol)
-    if hasattr(X, "row_blocks"):
-        # Chunked (dpsk._design) and Dask (dpsk._dask) designs: every pass is a
-        # sum of per-block reductions (dpsk._block_solver).
-        from ._block_solver import block_objective
-
-        obj = block_objective(loss, X, y, lam, linear, w0, tol)
-        w_start = np.zeros(X.shape[1]) if w0 is None else w0.copy()
-        return SolverResult(*_solve(obj, w_start, tol, max_iter))
-    y = np.asarray(y, dtype=float)
-    if sp.issparse(X) and X.format != "csr":
-        X = sp.csr_matrix(X)  # row slices below need CSR
-    obj = _Objective(loss, X, y, lam, linear)
-    _check_domain(obj, X, y, lam, linear, tol, w0)
-    w_start = np.zeros(X.shape[1]) if w0 is None else w0.copy()
-    w, path, n_iter = _solve(obj, w_start, tol, max_iter)
-    return SolverResult(w, path, n_iter)
 
 
 def _solve(obj, w_start, tol, max_iter):
@@ -897,7 +835,7 @@ def _accelerated_gradient(obj, w, bound, tol):
 
     Here ``mu = lam`` and ``L = curvature * max ||x_i||^2 + lam`` (``l'`` is
     ``curvature``-Lipschitz, and ``||X^T D X|| / n <= c max ||x_i||^2`` for
-    ``0 <= D <= c``; for softmax see ``dpsk._multinomial_solver``). K depends
+    ``0 <= D <= c``; for softmax see ``dpsk._optimize._multinomial_solver``). K depends
     on the data, but only ``w`` leaves the solver.
 
     Exact arithmetic versus rounding: K is a theorem in exact arithmetic. The

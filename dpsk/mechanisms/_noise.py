@@ -17,6 +17,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammainccinv, log_ndtr, ndtr, ndtri
 
+from ..accounting._profiles import gaussian_delta
 from ._random import NoiseSource
 
 __all__ = [
@@ -58,7 +59,7 @@ def gamma_norm_noise(d, beta, rng):
     beta : float
         Rate, > 0. The expected norm is ``d / beta``.
     rng : NoiseSource
-        Source of the noise (``dpsk._random``): the OS's secure generator, or a
+        Source of the noise (``dpsk.mechanisms._random``): the OS's secure generator, or a
         seeded one in tests. Secure sources never repeat a draw.
 
     Returns
@@ -92,7 +93,7 @@ def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0, r
     of an ``alpha``-strongly convex ``J`` with ``||x|| <= 1`` and
     ``|l'| <= lipschitz`` moves by at most ``2 * lipschitz / (n * alpha)``
     between neighbours (Theorem 1). The solver's point lies within
-    ``solver_tol / alpha`` of ``w*`` (``dpsk._solver``), and rounding it to the
+    ``solver_tol / alpha`` of ``w*`` (``dpsk._optimize._solver``), and rounding it to the
     release grid moves it by at most ``rounding``, so the rounded point moves by
     at most ``2 * lipschitz / (n * alpha) + 2 * solver_tol / alpha +
     2 * rounding``; :func:`add_on_grid` shows why noise with ``beta = epsilon /
@@ -180,7 +181,7 @@ def objective_perturbation_calibration(epsilon, n, alpha, curvature, *, lipschit
     ``beta = eps'/2``.
 
     Generalisation (``lipschitz``, ``jacobian_exponent``), for losses of a
-    weight matrix such as the softmax cross-entropy (``dpsk._losses``), by the
+    weight matrix such as the softmax cross-entropy (``dpsk._optimize._losses``), by the
     same two steps as the paper's proof. The paper's slack is ``2 log(1 +
     c/(n alpha))``: ``jacobian_exponent = 2``. Its proof bounds the ratio of
     the two neighbours' Jacobian determinants through a rank-2 difference of
@@ -382,7 +383,7 @@ def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature, *, lipsc
     smallest scale at which :func:`gaussian_objective_delta` is <= ``delta``
     (found by :func:`_smallest_sigma`; the bound decreases in ``sigma``).
 
-    Losses of a weight matrix (the softmax cross-entropy, ``dpsk._losses``).
+    Losses of a weight matrix (the softmax cross-entropy, ``dpsk._optimize._losses``).
     When one row's Hessian has rank ``r`` (``hessian_rank``), the determinant
     argument of :func:`gaussian_objective_delta` applies to each of the ``r``
     eigen-directions in turn: ``det(A + H) / det(A) = det(I + A^-1/2 H
@@ -559,44 +560,6 @@ def exponential_mechanism(utilities, epsilon, sensitivity, rng):
     return int(rng.choice(u.size, p=p)), p
 
 
-def gaussian_delta(sigma, epsilon, sensitivity):
-    """The smallest delta for which ``f + N(0, sigma^2 I)`` is (epsilon, delta)-DP.
-
-    Balle and Wang (2018), "Improving the Gaussian mechanism for differential
-    privacy: analytical calibration and optimal denoising", ICML, Theorem 8:
-    for an L2-sensitivity ``Delta`` the Gaussian mechanism is
-    ``(epsilon, delta)``-DP if and only if
-
-    ``Phi(Delta/(2 sigma) - epsilon sigma/Delta)
-    - exp(epsilon) Phi(-Delta/(2 sigma) - epsilon sigma/Delta) <= delta``,
-
-    with ``Phi`` the standard normal distribution function. Why: the privacy
-    loss of a Gaussian shift by ``Delta`` is itself normal, with mean
-    ``mu = Delta^2 / (2 sigma^2)`` and variance ``2 mu``; the expression is
-    ``P[L > epsilon] - exp(epsilon) P[L' > epsilon]`` for the two neighbours'
-    losses, which is the exact (epsilon, delta) profile of the pair. The second
-    term is computed in log space (``log_ndtr``), so large epsilon does not
-    overflow.
-
-    Parameters
-    ----------
-    sigma, epsilon, sensitivity : float
-        > 0 (epsilon may be 0).
-
-    Returns
-    -------
-    delta : float in [0, 1]
-    """
-    _check_positive(sigma=sigma, sensitivity=sensitivity)
-    if not (np.isfinite(epsilon) and epsilon >= 0):
-        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}.")
-    a = sensitivity / (2.0 * sigma)
-    b = epsilon * sigma / sensitivity
-    first = ndtr(a - b)
-    second = math.exp(epsilon + log_ndtr(-a - b))
-    return float(min(max(first - second, 0.0), 1.0))
-
-
 def analytic_gaussian_sigma(epsilon, delta, sensitivity):
     """The smallest Gaussian noise scale giving (epsilon, delta)-DP (analytic Gaussian).
 
@@ -671,13 +634,13 @@ def classical_gaussian_sigma(epsilon, delta, sensitivity):
 
 
 def noise_norm_bound(d, *, beta=None, sigma=None):
-    """The largest noise norm the samplers of :class:`~dpsk._random.NoiseSource` produce.
+    """The largest noise norm the samplers of :class:`~dpsk.mechanisms._random.NoiseSource` produce.
 
     Their uniforms lie in ``[2^-53, 1 - 2^-53]``, so the Gamma-norm radius is at
     most the Gamma(d, 1/beta) quantile at ``1 - 2^-53`` and every Gaussian
     coordinate at most ``ndtri(1 - 2^-53) sigma`` in size. A bound that holds
     for every draw and depends on nothing but ``d`` and the scale: the solver's
-    tolerance floor uses it (``dpsk._solver.tolerance_floor``).
+    tolerance floor uses it (``dpsk._optimize._solver.tolerance_floor``).
     """
     if beta is not None:
         _check_positive(beta=beta)
@@ -687,7 +650,7 @@ def noise_norm_bound(d, *, beta=None, sigma=None):
 
 
 def gaussian_noise(d, sigma, rng):
-    """Draw ``N(0, sigma^2 I_d)`` from a :class:`~dpsk._random.NoiseSource`."""
+    """Draw ``N(0, sigma^2 I_d)`` from a :class:`~dpsk.mechanisms._random.NoiseSource`."""
     _check_noise_source(rng)
     _check_positive(sigma=sigma)
     return sigma * rng.standard_normal(int(d))
@@ -704,6 +667,6 @@ def _check_noise_source(rng):
     # stateful, replayable, non-cryptographic stream had reached a mechanism.
     if not isinstance(rng, NoiseSource):
         raise TypeError(
-            "Privacy noise must come from a dpsk._random.NoiseSource, got "
+            "Privacy noise must come from a dpsk.mechanisms._random.NoiseSource, got "
             f"{type(rng).__name__}."
         )

@@ -1,7 +1,7 @@
 """Design rows in bounded memory: the clipped, scaled rows computed block by block.
 
 The private linear fits see the data only through the design matrix ``Z``
-(``dpsk._validation.design_matrix``: rows clipped to ``data_norm``, divided by
+(``dpsk._data._validation.design_matrix``: rows clipped to ``data_norm``, divided by
 it, and, with an intercept, ``[x / data_norm, 1] / sqrt(2)``), and only through
 sums over its rows: ``Z @ w``, ``Z.T @ r``, blocks of rows for the Hessian and
 the certificate, and the mean loss gradient. :class:`DesignRows` provides exactly
@@ -18,7 +18,7 @@ numbers bit for bit, and the privacy argument (rows of norm <= 1) is the one of
 Precision. ``X`` may be float32 and stays float32 (no float64 copy of it is
 made); the rows of ``Z`` and every sum are float64, because the solver's
 certificate bounds rounding with the float64 unit roundoff ``u = 2^-53``
-(``dpsk._solver``). Computing in float32 would need ``u = 2^-24`` in the
+(``dpsk._optimize._solver``). Computing in float32 would need ``u = 2^-24`` in the
 certificate and would lift the tolerance floor ``tolerance_floor`` by 2^29,
 about 5e8: for ``d = 100``, ``c = 1/4`` and ``lam = 1e-3`` the floor would move
 from about 2e-10 to about 0.1, so the noise covering the solver's residual
@@ -31,10 +31,123 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn import get_config
 
-from ._validation import INTERCEPT_SCALE, row_norms
-
-__all__ = ["DesignRows", "LocalRowBlocks", "design_block", "design_rows", "block_rows",
+__all__ = ["INTERCEPT_SCALE", "row_norms", "clip_rows", "design_matrix", "unscale_coef",
+           "DesignRows", "LocalRowBlocks", "design_block", "design_rows", "block_rows",
            "clip_factors", "clip_factors_by_chunks", "row_slices", "sum_in_order"]
+
+#: Scale of the data block and of the constant column when an intercept is fitted.
+INTERCEPT_SCALE = 1.0 / np.sqrt(2.0)
+
+
+def row_norms(X):
+    """L2 norm of every row of a dense array or sparse matrix, in O(n) extra memory.
+
+    Squares overflow for rows longer than about 1e154; those rows (and only
+    those, to keep the common case one pass) are recomputed after dividing by
+    their largest entry, so a huge row is clipped, not zeroed.
+    """
+    if sp.issparse(X):
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    else:
+        with np.errstate(over="ignore"):
+            norms = np.sqrt(np.einsum("ij,ij->i", X, X))
+    overflow = np.flatnonzero(np.isinf(norms))
+    if overflow.size:
+        rows = X[overflow]
+        rows = np.abs(rows.toarray() if sp.issparse(rows) else rows)
+        scale = rows.max(axis=1, keepdims=True)
+        norms[overflow] = scale.ravel() * np.sqrt(np.sum((rows / scale) ** 2, axis=1))
+    return norms
+
+
+def clip_rows(X, data_norm):
+    """Scale rows with norm above ``data_norm`` down to ``data_norm``.
+
+    Clipping is silent: how many rows were clipped depends on the data, so a
+    count (or even whether there was any) must not leave a private fit.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n, d)
+    data_norm : float
+        The declared bound, > 0. It must come from domain knowledge, not from the
+        data: a bound read off the data would itself leak.
+
+    Returns
+    -------
+    X_clipped : same type as X
+        X itself when no row exceeds the bound, else a new array; X is never
+        modified.
+    """
+    norms = row_norms(X)
+    too_long = norms > data_norm
+    factors = np.ones_like(norms)
+    factors[too_long] = data_norm / norms[too_long]
+    if not np.any(too_long):
+        return X  # nothing to clip: callers never write into X, so skip the copy
+    if sp.issparse(X):
+        return sp.diags(factors) @ X
+    return X * factors[:, None]
+
+
+def design_matrix(X, data_norm, fit_intercept):
+    """Clip, normalise and, if asked, append the intercept column.
+
+    The returned rows have L2 norm <= 1, the condition of Algorithms 1 and 2 of
+    Chaudhuri et al. (2011). Use :func:`unscale_coef` to map a weight vector on
+    these rows back to ``coef_`` and ``intercept_`` on the user's features.
+
+    Returns
+    -------
+    Z : ndarray or sparse CSR matrix of shape (n, d + fit_intercept)
+    """
+    scale = (INTERCEPT_SCALE if fit_intercept else 1.0) / data_norm
+    if sp.issparse(X):
+        X = clip_rows(X.astype(np.float64, copy=False), data_norm)
+        Z = X * scale
+        if fit_intercept:
+            ones = np.full((X.shape[0], 1), INTERCEPT_SCALE)
+            Z = sp.hstack([Z, sp.csr_matrix(ones)], format="csr")
+        return sp.csr_matrix(Z)
+    return _dense_design(X, data_norm, fit_intercept, scale)
+
+
+def _dense_design(X, data_norm, fit_intercept, scale):
+    """Fill a float64 design matrix block by block (``dpsk._data._design.design_block``).
+
+    No temporary of the size of ``X``: a float32 ``X`` is converted one block
+    at a time, straight into the result. A float64 ``X`` that needs no change
+    (no intercept, ``data_norm = 1``, no row clipped) is returned as it is.
+    """
+    n, d = X.shape
+    step = block_rows(d + 1)
+    factors = np.empty(n)
+    for rows in row_slices(n, step):
+        factors[rows] = clip_factors(X[rows], data_norm)
+    if X.dtype == np.float64 and scale == 1.0 and not fit_intercept and np.all(factors == 1.0):
+        return X  # callers never write into Z
+    Z = np.empty((n, d + int(fit_intercept)))
+    for rows in row_slices(n, step):
+        design_block(X[rows], data_norm, fit_intercept, out=Z[rows], factors=factors[rows])
+    return Z
+
+
+def unscale_coef(W, data_norm, fit_intercept):
+    """Map weights on :func:`design_matrix` rows to ``(coef, intercept)``.
+
+    Parameters
+    ----------
+    W : ndarray of shape (K, d + fit_intercept)
+
+    Returns
+    -------
+    coef : ndarray of shape (K, d)
+    intercept : ndarray of shape (K,)
+    """
+    if fit_intercept:
+        return W[:, :-1] * (INTERCEPT_SCALE / data_norm), W[:, -1] * INTERCEPT_SCALE
+    return W / data_norm, np.zeros(W.shape[0])
+
 
 #: Bytes of one float64 block of design rows.
 _BLOCK_BYTES = 8 * 2**20
@@ -181,7 +294,7 @@ class DesignRows:
 
         They need a pass over ``X``; keeping them spares every later pass the
         row norms. The certified solver keeps its own per block
-        (``dpsk._block_solver``) and never asks for these.
+        (``dpsk._optimize._block_solver``) and never asks for these.
         """
         if self._clip is None:
             self._clip = clip_factors_by_chunks(self.X, self.data_norm, self.block)
@@ -215,7 +328,7 @@ class DesignRows:
         return _Transposed(self)
 
     def row_blocks(self, y):
-        """The row-block executor of ``(X, y)`` (``dpsk._block_solver``)."""
+        """The row-block executor of ``(X, y)`` (``dpsk._optimize._block_solver``)."""
         return LocalRowBlocks(self.X, y, self.block)
 
     def mean_gradient(self, loss, y, w):
@@ -233,7 +346,7 @@ class LocalRowBlocks:
 
     ``kernel(X_b, y_b, state_b, *args)`` gets the raw rows and labels of one
     block (and what :meth:`keep` kept for it, or None); the results come back
-    as a list in block order. ``dpsk._dask.DaskRowBlocks`` is the same on a
+    as a list in block order. ``dpsk._data._dask.DaskRowBlocks`` is the same on a
     cluster, so the same kernels give the same bits on the same blocks.
     """
 
@@ -270,8 +383,6 @@ def design_rows(X, data_norm, fit_intercept):
     :class:`DesignRows` (bounded memory); smaller ``X`` and sparse ``X`` get
     the stored ``design_matrix`` (sparse stays sparse).
     """
-    from ._validation import design_matrix
-
     if sp.issparse(X):
         return design_matrix(X, data_norm, fit_intercept)
     n, d = X.shape

@@ -11,7 +11,7 @@ smoothing. For ``s -> 0`` the margin ``y w.x - r ||P w||`` is the worst case of
 (Cauchy-Schwarz, attained at ``e = -r y P w / ||P w||``).
 
 Why the smoothed norm: ``||P w||`` is not differentiable at ``P w = 0``;
-``N`` is smooth, and the privacy analysis (``dpsk._beyond_erm``) is about the
+``N`` is smooth, and the privacy analysis (``dpsk.mechanisms._beyond_erm``) is about the
 exact minimiser of *this* ``F``, so the smoothing needs no accounting of its
 own. It changes every margin by at most ``r s`` (``0 <= N(w) - ||P w|| <= s``).
 
@@ -28,7 +28,7 @@ Facts used (``u_w = P w / N(w)``, ``||u_w|| < 1``):
   (max ||x_i|| + r)^2 + r / s`` (:meth:`_RobustObjective.smoothness`).
 
 The machinery (L-BFGS-B, Newton, exact line search, certified stop and the
-Nesterov fallback with a proven iteration count) is ``dpsk._solver``'s; only the
+Nesterov fallback with a proven iteration count) is ``dpsk._optimize._solver``'s; only the
 objective and its rounding certificate live here.
 """
 
@@ -182,7 +182,7 @@ class _RobustObjective(_CertifiedObjective):
            ``fl(r N~)`` errs by ``u r N~`` and the subtraction by ``u |z~_i|``:
            ``delta_i = gamma_m rho_i ||w|| + r (e_N + u N~) + u |z~_i|``, with
            ``e_N`` taken at its bound ``gamma_{k+4} N~ / (1 - gamma_{k+4})``.
-        3. Derivatives ``l'``: ``D_i`` from ``dpsk._solver._derivative_error``
+        3. Derivatives ``l'``: ``D_i`` from ``dpsk._optimize._solver._derivative_error``
            (Lipschitz part over ``delta_i`` and evaluation error).
         4. ``X^T (y l')``: the chunked sum's factor times ``sum |l'_i| rho_i``
            plus ``sum D_i rho_i``, all over ``n``.
@@ -221,7 +221,7 @@ def minimize_robust_logistic(X, y, lam, radius, n_perturbed=None, tol=1e-10, max
                              smoothing=ROBUST_SMOOTHING):
     """Return a point within ``tol / lam`` of the exact minimiser of the robust ``F``.
 
-    Total on its domain like ``dpsk._solver.minimize_regularized_loss`` (same
+    Total on its domain like ``dpsk._optimize._solver.minimize_regularized_loss`` (same
     guarantee, same two paths). ``n_perturbed`` (default: every coordinate) is
     the number of leading coordinates the perturbation acts on.
 

@@ -1,25 +1,25 @@
 """Dask arrays as training data: the row sums of a fit computed on a cluster.
 
-Noisy gradient descent (``perturbation="gradient"``, ``dpsk._gradient``) reads
+Noisy gradient descent (``perturbation="gradient"``, ``dpsk.mechanisms._gradient``) reads
 the data only through the average loss gradient at each step, a sum over rows.
 With a Dask array ``X`` (and ``y``) each step sends the current weights to the
 workers, each worker returns the gradient sum of its blocks of rows
 (:func:`_block_gradient_sum`, the design rows built there from the raw block,
-``dpsk._design.design_block``), and the client adds the block sums in block
+``dpsk._data._design.design_block``), and the client adds the block sums in block
 order. The noise of the step is drawn on the client, once, from the fit's
 secure source, after the sum has arrived: no worker ever sees noise, a noise
 seed or the budget, and the spend is recorded by the estimator on the client
 (``dpsk._mixin``), before the first step, exactly as for an in-memory fit.
 
 The block sums are the ones of an in-memory chunked fit with the same row
-blocks (``dpsk._design.DesignRows(X, ..., block=chunk)``) and are added in the
+blocks (``dpsk._data._design.DesignRows(X, ..., block=chunk)``) and are added in the
 same order, so a Dask fit releases the same bits as that in-memory fit for the
 same noise draw (tested).
 
 Output and objective perturbation (binary and one-vs-rest models) run the
-certified solver (``dpsk._solver``) on a Dask design too: every pass it makes
+certified solver (``dpsk._optimize._solver``) on a Dask design too: every pass it makes
 (loss, gradient, Hessian, the certificate's error sums, the line search) is a
-per-block reduction (``dpsk._block_solver``) that :class:`DaskRowBlocks` runs
+per-block reduction (``dpsk._optimize._block_solver``) that :class:`DaskRowBlocks` runs
 on the workers, and the client adds the block results in block order, so the
 solver's point is the one of the in-memory chunked solve with the same blocks,
 bit for bit. Vectors of length ``n`` stay with their blocks on the workers.
@@ -39,8 +39,8 @@ dpsk[dask]``); nothing here imports it unless a Dask array is passed.
 
 import numpy as np
 
+from .._silence import silenced
 from ._design import design_block, sum_in_order
-from ._silence import silenced
 from ._threads import single_threaded_blas
 from ._validation import check_classes, check_declared_classes
 
@@ -124,10 +124,10 @@ def _single_threaded(kernel, *args):
 
 
 class DaskRowBlocks:
-    """``dpsk._design.LocalRowBlocks`` on a cluster: kernels run where the blocks are.
+    """``dpsk._data._design.LocalRowBlocks`` on a cluster: kernels run where the blocks are.
 
     ``map`` sends one task per block (the arguments are small: weights, a
-    direction, the public :class:`dpsk._block_solver.BlockSpec`) and brings
+    direction, the public :class:`dpsk._optimize._block_solver.BlockSpec`) and brings
     back the per-block results in block order; ``keep`` persists per-block
     results (vectors of length ``n_b``) on the workers that computed them, so
     that later tasks find them there and they never travel to the client.
@@ -189,7 +189,7 @@ class DaskDesignRows:
         self.shape = (X.shape[0], X.shape[1] + int(fit_intercept))
 
     def row_blocks(self, y):
-        """The row-block executor of ``(X, y)`` (``dpsk._block_solver``)."""
+        """The row-block executor of ``(X, y)`` (``dpsk._optimize._block_solver``)."""
         return DaskRowBlocks(self.X, y)
 
     def mean_gradient(self, loss, y, w):

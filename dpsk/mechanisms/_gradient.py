@@ -5,7 +5,7 @@ The objective is the one of every dpsk linear model,
 ``J(w) = (1/n) sum_i l(y_i w.z_i) + (alpha/2) ||w||^2``,
 
 on rows ``||z_i|| <= 1`` with labels in {-1, +1}. Instead of solving it and
-perturbing the answer (``dpsk._erm``), the mechanism releases ``T`` noisy
+perturbing the answer (``dpsk.mechanisms._erm``), the mechanism releases ``T`` noisy
 gradients of the average loss and takes a gradient step on each (Bassily,
 Smith and Thakurta, 2014, "Private empirical risk minimization: efficient
 algorithms and tight error bounds", FOCS, Section 4). Every step is a Gaussian
@@ -26,15 +26,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._dask import is_dask_array
-from ._mechanisms import (
+from .._data._dask import is_dask_array
+from .._silence import silenced
+from ._noise import (
     add_on_grid,
     analytic_gaussian_sigma,
     gaussian_noise,
     release_grid,
     rounding_radius,
 )
-from ._silence import silenced
 
 __all__ = ["NoisyGDSchedule", "noisy_gd_schedule", "noisy_gradient_descent", "MAX_STEPS"]
 
@@ -145,7 +145,7 @@ def noisy_gd_schedule(n, d, alpha, loss, epsilon, delta, *, n_problems=1):
         Number of features (public).
     alpha : float
         Regularisation, > 0.
-    loss : loss object from ``dpsk._losses``
+    loss : loss object from ``dpsk._optimize._losses``
         Supplies ``lipschitz`` (bound on ``|l'|``), ``curvature`` (bound on
         ``l''``, the smoothness of the loss in the margin) and ``value`` (a
         loss >= 0, read at 0 only).
@@ -249,7 +249,7 @@ def noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng, *, n_problems
         Rows of L2 norm <= 1.
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
-    loss : loss object from ``dpsk._losses``
+    loss : loss object from ``dpsk._optimize._losses``
     epsilon : float
         Epsilon of the whole release of ``n_problems`` models, > 0.
     delta : float
@@ -285,7 +285,7 @@ def _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems, record=None):
     shape = (d,) if loss.n_outputs == 1 else (loss.n_outputs, d)
     size = math.prod(shape)
     schedule = noisy_gd_schedule(n, size, alpha, loss, epsilon, delta, n_problems=n_problems)
-    if not is_dask_array(y):  # a Dask y stays on the cluster (dpsk._dask)
+    if not is_dask_array(y):  # a Dask y stays on the cluster (dpsk._data._dask)
         y = np.asarray(y, dtype=float) if loss.n_outputs == 1 else np.asarray(y, dtype=np.intp)
     w = np.zeros(shape)
     for _ in range(schedule.n_steps):

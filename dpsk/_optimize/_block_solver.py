@@ -1,12 +1,12 @@
 """The certified solver's passes over the data as per-block reductions.
 
-:func:`dpsk._solver.minimize_regularized_loss` solves a chunked design
-(``dpsk._design.DesignRows``) or a Dask design (``dpsk._dask.DaskDesignRows``)
+:func:`dpsk._optimize._solver.minimize_regularized_loss` solves a chunked design
+(``dpsk._data._design.DesignRows``) or a Dask design (``dpsk._data._dask.DaskDesignRows``)
 with :class:`BlockObjective`. Every pass the solver makes over the rows is a
 *reduction*: a function of one block of raw rows ``X_b`` and labels ``y_b``
 (the ``_*_sums`` kernels below) returns a small result (a number, a vector of
 length ``d``, a ``d x d`` matrix), and the client adds the block results in
-block order (:func:`dpsk._design.sum_in_order`). The blocks are the design's (its ``block``
+block order (:func:`dpsk._data._design.sum_in_order`). The blocks are the design's (its ``block``
 rows in memory, the chunks of the Dask array on a cluster); a *row-block
 executor* (``design.row_blocks(y)``) runs a kernel on every block, in this
 process or on the Dask workers, and returns the results in block order.
@@ -14,7 +14,7 @@ Because the kernels and the order of the additions are the same, a Dask fit
 computes the same bits as the in-memory chunked fit with the same blocks.
 
 Inside a kernel the design rows are built in *chunks* of at most
-``spec.chunk`` rows (``dpsk._design.design_block``, from the rows of ``X_b``
+``spec.chunk`` rows (``dpsk._data._design.design_block``, from the rows of ``X_b``
 alone), so a worker holds one chunk of float64 design rows (at most 4 MiB)
 whatever the size of its block, and the chunk sums are added one after another.
 
@@ -27,7 +27,7 @@ The passes, and what each returns per block:
   margins ``z_i = y_i x_i.w`` computed in the kernel;
 * Hessian: ``sum_i c_i x_i x_i^T`` with ``c_i = l''(z_i) / n``;
 * certificate: ``sum_i r_i x_i`` and the two error sums ``sum_i D_i rho_i``
-  and ``sum_i |r_i| rho_i`` of :meth:`dpsk._solver._Objective.certificate`,
+  and ``sum_i |r_i| rho_i`` of :meth:`dpsk._optimize._solver._Objective.certificate`,
   with the row norms ``rho_i``, margins and derivative errors computed in the
   kernel;
 * line search and Hessian-vector products (conjugate gradients, ``d > 2000``):
@@ -45,9 +45,9 @@ each chunk's sum (at most ``spec.chunk`` rows, one BLAS call) errs by at most
 sums are added in a tree (one after another inside a block, then the block
 totals one after another on the client) whose ``m - 1`` additions touch each
 chunk sum at most ``m - 1`` times: ``gamma_{m-1}``
-(:func:`dpsk._solver.chunked_sum_factor`, where ``m`` counts every chunk of
+(:func:`dpsk._optimize._solver.chunked_sum_factor`, where ``m`` counts every chunk of
 every block). The other error terms are per-row bounds, and their sums are
-sums of non-negative terms covered by ``dpsk._solver._BOUND_SAFETY``.
+sums of non-negative terms covered by ``dpsk._optimize._solver._BOUND_SAFETY``.
 """
 
 import math
@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._design import (
+from .._data._design import (
     block_rows,
     clip_factors_by_chunks,
     design_block,
@@ -190,7 +190,7 @@ def _line_slope_sums(margins, t, loss):
 def _certificate_sums(X_b, y_b, factors, w, w_norm, loss, spec):
     """``(sum_i r_i x_i, sum_i D_i rho_i, sum_i |r_i| rho_i)`` over one block.
 
-    The per-row terms of :meth:`dpsk._solver._Objective.certificate`: ``rho_i``
+    The per-row terms of :meth:`dpsk._optimize._solver._Objective.certificate`: ``rho_i``
     bounds the row norm, ``delta_i = gamma_d rho_i ||w||`` the margin's
     rounding error, ``D_i`` the derivative's error and ``r_i = y_i
     fl(l'(z~_i))`` the computed residual.
@@ -212,7 +212,7 @@ def _certificate_sums(X_b, y_b, factors, w, w_norm, loss, spec):
 class BlockObjective(_CertifiedObjective):
     """F of a margin loss on a chunked or Dask design, every pass a block reduction.
 
-    The methods are those of :class:`dpsk._solver._Objective` (same formulas,
+    The methods are those of :class:`dpsk._optimize._solver._Objective` (same formulas,
     module docstring for the passes); ``X`` is the design (for its shape) and
     ``blocks`` the row-block executor of ``(X, y)``.
     """
@@ -229,7 +229,10 @@ class BlockObjective(_CertifiedObjective):
         return self.loss.curvature
 
     def continuation_stages(self):
-        """Huber of small width: wider stages first (``dpsk._solver._continuation_losses``)."""
+        """Huber of small width: wider stages first.
+
+        As ``dpsk._optimize._solver._continuation_losses``.
+        """
         return [BlockObjective(stage, self.X, self.blocks, self.spec, self.lam, self.linear,
                                self._max_row_norm, self.factors)
                 for stage in _continuation_losses(self.loss)[:-1]] + [self]
@@ -295,7 +298,7 @@ class BlockObjective(_CertifiedObjective):
 
         The derivation is that of ``_Objective.certificate``; only the sum
         ``X^T r`` is grouped differently (chunks of at most ``spec.chunk`` rows
-        in every block), and :func:`dpsk._solver.chunked_sum_factor` with ``m``
+        in every block), and :func:`dpsk._optimize._solver.chunked_sum_factor` with ``m``
         the number of chunks of all blocks bounds it for that grouping.
         """
         d = w.shape[0]
@@ -313,7 +316,7 @@ def block_objective(loss, X, y, lam, linear, w0, tol):
     """The :class:`BlockObjective` of a chunked or Dask design, its domain checked.
 
     Raises ``SolverError`` for input outside the solver's domain (as
-    ``dpsk._solver._check_domain``): the setup pass answers only whether the
+    ``dpsk._optimize._solver._check_domain``): the setup pass answers only whether the
     rows are finite and the labels +-1.
     """
     n, d = X.shape

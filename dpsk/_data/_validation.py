@@ -1,10 +1,8 @@
 """Input conditions the privacy proofs need, enforced in one place.
 
-* Rows must have L2 norm <= 1 after the map the model applies: rows longer than
-  ``data_norm`` are scaled down to it (clipping, a per-row operation that does not
-  look at other rows, so it costs no privacy), then divided by ``data_norm``.
-* A fitted intercept is a regularised constant feature: each row becomes
-  ``[x / data_norm, 1] / sqrt(2)``, whose norm stays <= 1.
+The rows themselves (clipping to ``data_norm``, the intercept column, norm <= 1)
+are built in :mod:`dpsk._data._design`; this module checks the rest of the domain.
+
 * Labels become {-1, +1}, one binary problem per class for one-vs-rest.
 * The classes are declared (``classes=[...]``), so ``classes_`` and the number
   of binary problems do not depend on which labels occur in ``y``; labels
@@ -20,10 +18,9 @@ import sys
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 
-__all__ = ["row_norms", "clip_rows", "design_matrix", "unscale_coef", "check_classes",
+__all__ = ["check_classes",
            "resolve_classes", "check_not_datetime", "binary_targets",
            "ClassesFromDataWarning", "values_withheld", "warn_if_classes_undeclared",
            "warn_if_column_vector", "refuse_fit_params"]
@@ -43,30 +40,6 @@ _CLASSES_FROM_DATA = (
     "of epsilon each gets). Declare them, e.g. classes=[0, 1], to keep that private."
 )
 
-#: Scale of the data block and of the constant column when an intercept is fitted.
-INTERCEPT_SCALE = 1.0 / np.sqrt(2.0)
-
-
-def row_norms(X):
-    """L2 norm of every row of a dense array or sparse matrix, in O(n) extra memory.
-
-    Squares overflow for rows longer than about 1e154; those rows (and only
-    those, to keep the common case one pass) are recomputed after dividing by
-    their largest entry, so a huge row is clipped, not zeroed.
-    """
-    if sp.issparse(X):
-        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-    else:
-        with np.errstate(over="ignore"):
-            norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-    overflow = np.flatnonzero(np.isinf(norms))
-    if overflow.size:
-        rows = X[overflow]
-        rows = np.abs(rows.toarray() if sp.issparse(rows) else rows)
-        scale = rows.max(axis=1, keepdims=True)
-        norms[overflow] = scale.ravel() * np.sqrt(np.sum((rows / scale) ** 2, axis=1))
-    return norms
-
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -77,97 +50,6 @@ def _user_stacklevel():
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
     return level
-
-
-def clip_rows(X, data_norm):
-    """Scale rows with norm above ``data_norm`` down to ``data_norm``.
-
-    Clipping is silent: how many rows were clipped depends on the data, so a
-    count (or even whether there was any) must not leave a private fit.
-
-    Parameters
-    ----------
-    X : ndarray or sparse matrix of shape (n, d)
-    data_norm : float
-        The declared bound, > 0. It must come from domain knowledge, not from the
-        data: a bound read off the data would itself leak.
-
-    Returns
-    -------
-    X_clipped : same type as X
-        X itself when no row exceeds the bound, else a new array; X is never
-        modified.
-    """
-    norms = row_norms(X)
-    too_long = norms > data_norm
-    factors = np.ones_like(norms)
-    factors[too_long] = data_norm / norms[too_long]
-    if not np.any(too_long):
-        return X  # nothing to clip: callers never write into X, so skip the copy
-    if sp.issparse(X):
-        return sp.diags(factors) @ X
-    return X * factors[:, None]
-
-
-def design_matrix(X, data_norm, fit_intercept):
-    """Clip, normalise and, if asked, append the intercept column.
-
-    The returned rows have L2 norm <= 1, the condition of Algorithms 1 and 2 of
-    Chaudhuri et al. (2011). Use :func:`unscale_coef` to map a weight vector on
-    these rows back to ``coef_`` and ``intercept_`` on the user's features.
-
-    Returns
-    -------
-    Z : ndarray or sparse CSR matrix of shape (n, d + fit_intercept)
-    """
-    scale = (INTERCEPT_SCALE if fit_intercept else 1.0) / data_norm
-    if sp.issparse(X):
-        X = clip_rows(X.astype(np.float64, copy=False), data_norm)
-        Z = X * scale
-        if fit_intercept:
-            ones = np.full((X.shape[0], 1), INTERCEPT_SCALE)
-            Z = sp.hstack([Z, sp.csr_matrix(ones)], format="csr")
-        return sp.csr_matrix(Z)
-    return _dense_design(X, data_norm, fit_intercept, scale)
-
-
-def _dense_design(X, data_norm, fit_intercept, scale):
-    """Fill a float64 design matrix block by block (``dpsk._design.design_block``).
-
-    No temporary of the size of ``X``: a float32 ``X`` is converted one block
-    at a time, straight into the result. A float64 ``X`` that needs no change
-    (no intercept, ``data_norm = 1``, no row clipped) is returned as it is.
-    """
-    from ._design import block_rows, clip_factors, design_block, row_slices
-
-    n, d = X.shape
-    step = block_rows(d + 1)
-    factors = np.empty(n)
-    for rows in row_slices(n, step):
-        factors[rows] = clip_factors(X[rows], data_norm)
-    if X.dtype == np.float64 and scale == 1.0 and not fit_intercept and np.all(factors == 1.0):
-        return X  # callers never write into Z
-    Z = np.empty((n, d + int(fit_intercept)))
-    for rows in row_slices(n, step):
-        design_block(X[rows], data_norm, fit_intercept, out=Z[rows], factors=factors[rows])
-    return Z
-
-
-def unscale_coef(W, data_norm, fit_intercept):
-    """Map weights on :func:`design_matrix` rows to ``(coef, intercept)``.
-
-    Parameters
-    ----------
-    W : ndarray of shape (K, d + fit_intercept)
-
-    Returns
-    -------
-    coef : ndarray of shape (K, d)
-    intercept : ndarray of shape (K,)
-    """
-    if fit_intercept:
-        return W[:, :-1] * (INTERCEPT_SCALE / data_norm), W[:, -1] * INTERCEPT_SCALE
-    return W / data_norm, np.zeros(W.shape[0])
 
 
 _NOT_A_NUMBER = (

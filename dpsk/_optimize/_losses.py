@@ -14,7 +14,7 @@ three facts about a loss, and each loss object states them as attributes:
   for the softmax). Objective perturbation spends ``hessian_rank * log(1 +
   c/(n*alpha))`` of epsilon on the change of variables (the paper's Algorithm 2
   spends ``log(1 + 2c/(n*alpha) + c^2/(n*alpha)^2)``, twice that, for margin
-  losses; see ``dpsk._mechanisms``).
+  losses; see ``dpsk.mechanisms._noise``).
 
 The objects are stateless and shared by every model, mechanism and solver, so a
 constant is written down exactly once.

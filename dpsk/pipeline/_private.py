@@ -13,7 +13,7 @@ import warnings
 
 from sklearn.pipeline import Pipeline
 
-from ._pipeline_check import LeakyPipelineWarning, _leak_message, check_pipeline
+from ._check import LeakyPipelineWarning, _leak_message, check_pipeline
 
 __all__ = ["PrivatePipeline", "make_private_pipeline"]
 

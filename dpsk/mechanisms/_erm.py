@@ -9,8 +9,14 @@ to bottom shows where each part of epsilon goes.
 import math
 from dataclasses import dataclass
 
+from .._data._threads import single_threaded_blas
+from .._optimize._binary import minimize_regularized_loss
+from .._optimize._multinomial_solver import minimize_multinomial_loss, multinomial_tolerance_floor
+from .._optimize._solution_cache import shared_solution
+from .._optimize._solver import tolerance_floor
+from .._silence import silenced
 from ._gradient import noisy_gradient_descent
-from ._mechanisms import (
+from ._noise import (
     add_on_grid,
     analytic_gaussian_sigma,
     gamma_norm_noise,
@@ -24,16 +30,11 @@ from ._mechanisms import (
     rounding_radius,
     solver_residual_beta,
 )
-from ._multinomial_solver import minimize_multinomial_loss, multinomial_tolerance_floor
-from ._silence import silenced
-from ._solution_cache import shared_solution
-from ._solver import minimize_regularized_loss, tolerance_floor
-from ._threads import single_threaded_blas
 
 __all__ = ["private_erm", "SOLVER_EPSILON_SHARE"]
 
 #: Share of epsilon that objective perturbation keeps back to cover the solver's
-#: residual (``dpsk._mechanisms.solver_residual_beta``). With the default
+#: residual (``dpsk.mechanisms._noise.solver_residual_beta``). With the default
 #: ``tol=1e-10`` the resulting extra noise is orders of magnitude below the main
 #: noise, and the 1% costs the main noise next to nothing.
 SOLVER_EPSILON_SHARE = 0.01
@@ -75,14 +76,14 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
       SOLVER_EPSILON_SHARE) epsilon / n_problems, delta / n_problems)``, plus
       the pure residual share as above.
     * ``delta > 0``, ``perturbation="gradient"``: full-batch noisy gradient
-      descent (``dpsk._gradient``), its ``n_problems * T`` Gaussian steps
+      descent (``dpsk.mechanisms._gradient``), its ``n_problems * T`` Gaussian steps
       composed exactly as one Gaussian-DP release.
 
     Multinomial (softmax) models. With ``loss = MultinomialLoss(K)`` the
     release is the whole ``K x d`` weight matrix, one mechanism at the whole
     ``(epsilon, delta)`` (``n_problems = 1``), and ``y`` holds class indices in
     ``{0, ..., K-1}``. Every item above holds with the loss's constants in
-    place of the margin loss's (``dpsk._losses.MultinomialLoss``): one row's
+    place of the margin loss's (``dpsk._optimize._losses.MultinomialLoss``): one row's
     gradient has Frobenius norm <= ``lipschitz = sqrt(2)``, so the
     minimiser's sensitivity is ``2 sqrt(2) / (n alpha)`` (the argument of
     Theorem 1 needs only strong convexity and that gradient bound); objective
@@ -90,7 +91,7 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
     the change of variables and masks a gradient difference of norm <= ``2
     sqrt(2)``; noisy gradient descent has step sensitivity ``2 sqrt(2) / n``.
     The noise is drawn in ``R^(K d)`` with the Frobenius norm, and the solver
-    is ``dpsk._multinomial_solver``, certified like the binary one.
+    is ``dpsk._optimize._multinomial_solver``, certified like the binary one.
 
     Every release is added on a grid (``add_on_grid``): a plain floating-point
     sum would round to values whose low bits depend on the minimiser (Mironov,
@@ -99,21 +100,21 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
     Parameters
     ----------
     Z : ndarray or sparse matrix of shape (n, d)
-        Rows of L2 norm <= 1 (see ``dpsk._validation.design_matrix``).
+        Rows of L2 norm <= 1 (see ``dpsk._data._validation.design_matrix``).
     y : ndarray of shape (n,)
         Labels in {-1, +1}, or class indices for a multinomial loss.
-    loss : loss object from ``dpsk._losses``
+    loss : loss object from ``dpsk._optimize._losses``
     epsilon : float
         Epsilon of the whole release of ``n_problems`` models, > 0.
     alpha : float
         L2 regularisation ``alpha/2 ||w||^2``, > 0 (the paper's Lambda).
     perturbation : {"objective", "output", "gradient"}
     rng : NoiseSource
-        Used only for this release's noise (``dpsk._random``).
+        Used only for this release's noise (``dpsk.mechanisms._random``).
     tol : float, default=1e-10
         Fixed before seeing the data. The solver returns a point within
         ``tol / strong_convexity`` of the exact minimiser, always (see
-        ``dpsk._solver``), and the noise covers that distance.
+        ``dpsk._optimize._solver``), and the noise covers that distance.
     delta : float, default=0.0
         Delta of the whole release, in [0, 1).
     n_problems : int, default=1
@@ -128,7 +129,7 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
         (this also covers one-vs-rest problems solved in joblib workers).
     """
     # One BLAS thread: the solvers' many small BLAS calls oversubscribe a busy
-    # machine otherwise (dpsk._threads).
+    # machine otherwise (dpsk._data._threads).
     with silenced(), single_threaded_blas():
         return _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta,
                             n_problems)
@@ -283,7 +284,7 @@ def _minimize(loss, Z, y, lam, tol, linear=None):
 
 
 def _tolerance_floor(loss, d, lam, linear_norm_bound=0.0):
-    """The solver's data-independent tolerance floor for ``loss`` (``dpsk._solver``)."""
+    """The solver's data-independent tolerance floor for ``loss`` (``dpsk._optimize._solver``)."""
     if loss.n_outputs == 1:
         return tolerance_floor(d, loss.curvature, lam, linear_norm_bound)
     return multinomial_tolerance_floor(d, loss.n_classes, lam, linear_norm_bound)

@@ -33,6 +33,9 @@ _BLOCKS = contextvars.ContextVar("dpsk_ledger_blocks", default=())
 _ACTIVE_LOCK = threading.Lock()
 _ACTIVE = {}  # id(ledger) -> [ledger, number of open blocks]
 _GLOBAL = []  # the process-wide ledger, created on first use
+# The ledger class, registered by dpsk.accounting._ledger when it is imported, so
+# that this module sits below the ledger and never imports it back.
+_LEDGER_CLASS = []
 
 
 class AmbiguousDefaultLedgerError(RuntimeError):
@@ -60,12 +63,15 @@ def _exit(ledger):
                 del _ACTIVE[id(ledger)]
 
 
+def register_ledger_class(cls):
+    """Make ``cls()`` the process-wide default ledger (called once by the ledger module)."""
+    _LEDGER_CLASS[:] = [cls]
+
+
 def _global_default():
     with _ACTIVE_LOCK:
         if not _GLOBAL:
-            from ._accounting import BudgetAccountant
-
-            _GLOBAL.append(BudgetAccountant())
+            _GLOBAL.append(_LEDGER_CLASS[0]())
         return _GLOBAL[0]
 
 

@@ -5,13 +5,13 @@
     CE(z, y) = logsumexp(z) - z_y,
 
 with ``W`` of shape (K, d), ``K >= 2`` classes and labels ``y_i`` in
-``{0, ..., K-1}``. The guarantee is that of ``dpsk._solver`` (read its module
+``{0, ..., K-1}``. The guarantee is that of ``dpsk._optimize._solver`` (read its module
 docstring): :func:`minimize_multinomial_loss` is total on its domain, returns
 only a point ``W``, and ``||W - W*||_F <= tol / lam`` holds in floating point
 when the fast path's certificate passes (:meth:`_MultinomialObjective.certificate`),
 and in exact arithmetic for the fallback's a-priori iteration count. The
 machinery (L-BFGS-B, Newton with dense Cholesky or conjugate gradients, exact
-line search, Nesterov fallback) is ``dpsk._solver``'s, run on the flat vector
+line search, Nesterov fallback) is ``dpsk._optimize._solver``'s, run on the flat vector
 ``w = W.ravel()`` of length ``K d``; only the objective lives here.
 
 Facts used (``p_i = softmax(W x_i)``, ``e_y`` the one-hot vector):
@@ -41,7 +41,7 @@ import operator
 import numpy as np
 import scipy.sparse as sp
 
-from ._design import DesignRows, row_slices
+from .._data._design import DesignRows, row_slices
 from ._solver import (
     _U,
     SolverError,
@@ -300,7 +300,7 @@ class _MultinomialObjective(_CertifiedObjective):
 def multinomial_tolerance_floor(d, n_classes, lam, linear_norm_bound=0.0):
     """The smallest ``tol`` to ask of :func:`minimize_multinomial_loss`, from public values.
 
-    The reasoning of ``dpsk._solver.tolerance_floor`` (read it), with the
+    The reasoning of ``dpsk._optimize._solver.tolerance_floor`` (read it), with the
     softmax constants: the parameter has dimension ``K d`` (scores are sums of
     ``d`` products and the certified norm runs over ``K d`` entries, so ``K d``
     is the conservative count), the curvature is ``1/2`` (largest eigenvalue of
@@ -334,7 +334,7 @@ def minimize_multinomial_loss(X, y, n_classes, lam, linear=None, tol=1e-10, max_
                               w0=None):
     """Return ``W`` within ``tol / lam`` (Frobenius) of the exact minimiser of F; never fail.
 
-    See the module docstrings of this module and of ``dpsk._solver`` for the
+    See the module docstrings of this module and of ``dpsk._optimize._solver`` for the
     guarantee, which parts of it hold in floating point and which in exact
     arithmetic.
 
