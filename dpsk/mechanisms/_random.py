@@ -101,6 +101,32 @@ class NoiseSource:
             return os.urandom(n_bytes)
         return self._stream.bytes(n_bytes)
 
+    def randbits(self, k):
+        """A uniform integer in ``[0, 2^k)`` as a Python int: the exact samplers' bits.
+
+        The exact samplers (integer arithmetic, no floating point) consume
+        their randomness through this method and :meth:`randbelow` only.
+        """
+        k = int(k)
+        if k < 0:
+            raise ValueError("k must be >= 0.")
+        if k == 0:
+            return 0
+        n_bytes = (k + 7) // 8
+        value = int.from_bytes(self._bytes(n_bytes), "little")
+        return value >> (8 * n_bytes - k)
+
+    def randbelow(self, n):
+        """A uniform integer in ``[0, n)`` for an int ``n >= 1``, by exact rejection."""
+        n = int(n)
+        if n < 1:
+            raise ValueError("n must be >= 1.")
+        k = (n - 1).bit_length()
+        while True:
+            value = self.randbits(k)
+            if value < n:
+                return value
+
     def random(self, size=None):
         """Uniform draws on the open interval (0, 1), with 52 random bits each."""
         count = 1 if size is None else int(np.prod(size, dtype=np.int64))
