@@ -4,7 +4,10 @@ Usage: python _diffprivlib_worker.py <data.npz> <config.json> <out.json>
 
 ``data.npz`` holds ``X``, ``y`` and ``fold_ids`` (the test fold of each row);
 ``config.json`` holds ``epsilons``, ``log10_alphas``, ``folds`` (fold numbers to
-run), ``runs``, ``seed`` and ``max_iter``. Writes a JSON list of records
+run), ``runs``, ``seed`` and ``max_iter``; optionally ``mode`` ("grid", the
+default: one fit per alpha with ``data_norm=1``; "default": one fit of
+``LogisticRegression(epsilon=eps)`` with every other parameter at its default,
+as a user would) and ``fit_intercept`` (grid mode; default False). Writes a JSON list of records
 (epsilon, log10_alpha, fold, run, error, fit_time, n_iter, converged) plus the
 versions used. Imports nothing from dpsk: this interpreter cannot import it.
 """
@@ -28,20 +31,26 @@ def main(data_path, config_path, out_path):
     with open(config_path) as fh:
         cfg = json.load(fh)
     records = []
+    mode = cfg.get("mode", "grid")
+    log10_alphas = cfg["log10_alphas"] if mode == "grid" else [None]
     for k in cfg["folds"]:
         train, test = fold_ids != k, fold_ids == k
         Xtr, ytr, Xte, yte = X[train], y[train], X[test], y[test]
         n_train = int(train.sum())
         for eps in cfg["epsilons"]:
-            for la in cfg["log10_alphas"]:
-                alpha = 10.0 ** la
+            for la in log10_alphas:
                 for r in range(cfg["runs"]):
                     seed = (cfg["seed"] * 1_000_003 + k * 10_007 + r * 101
-                            + int(round(-la * 10)) * 7 + int(round(eps * 1e4))) % (2**31)
-                    clf = LogisticRegression(
-                        epsilon=eps, C=1.0 / (n_train * alpha), data_norm=1.0,
-                        fit_intercept=False, max_iter=cfg["max_iter"], random_state=seed,
-                        accountant=BudgetAccountant())
+                            + int(round(-(la or 0.0) * 10)) * 7 + int(round(eps * 1e4))) % (2**31)
+                    if la is None:
+                        clf = LogisticRegression(epsilon=eps, random_state=seed,
+                                                 accountant=BudgetAccountant())
+                    else:
+                        clf = LogisticRegression(
+                            epsilon=eps, C=1.0 / (n_train * 10.0 ** la), data_norm=1.0,
+                            fit_intercept=cfg.get("fit_intercept", False),
+                            max_iter=cfg["max_iter"], random_state=seed,
+                            accountant=BudgetAccountant())
                     with warnings.catch_warnings(record=True) as caught:
                         warnings.simplefilter("always")
                         t0 = time.perf_counter()

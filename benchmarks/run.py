@@ -26,6 +26,9 @@ multiclass   digits and a 7-class synthetic set: one-vs-rest vs multinomial
              (epsilon, delta), every perturbation, best alpha per epsilon (oracle)
 beyond-erm   Adult, robust accuracy of DPRobustLogisticRegression vs DPLogisticRegression at
              radii 0.05/0.1/0.2 (and tilted ERM's worst-group error, when available)
+defaults     what a user gets: dpsk's defaults and default search (pure and delta 1e-6) vs
+             the oracle alpha, diffprivlib's default and oracle, and non-private, on
+             Adult and three generated families, same splits
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -54,9 +57,10 @@ COMMANDS = {
     "tuning": ("bench_tuning", "main"),
     "multiclass": ("bench_multiclass", "main"),
     "beyond-erm": ("bench_beyond_erm", "main"),
+    "defaults": ("bench_defaults", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
-             "gaussian", "utility", "prediction", "tuning", "multiclass", "beyond-erm")
+             "gaussian", "utility", "prediction", "tuning", "multiclass", "beyond-erm", "defaults")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "multiclass",
             "beyond-erm"}
 

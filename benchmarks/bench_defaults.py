@@ -1,0 +1,228 @@
+"""What a user gets: dpsk's defaults and default search against the oracle and diffprivlib.
+
+Every row is measured on the same splits (stratified folds of each data set),
+at each total epsilon, in one run:
+
+* ``dpsk default, pure``: ``DPLogisticRegression(epsilon=eps, classes=[0, 1])``,
+  nothing else set;
+* ``dpsk default, delta 1e-6``: the same with ``delta=1e-6``;
+* ``dpsk search, pure`` / ``delta 1e-6``: ``DPGridSearch`` over :data:`SEARCH_GRID`
+  with its default method, at the same *total* epsilon (and delta) as one fit
+  (``refit=False``), as a user who tunes privately would run it;
+* ``oracle, pure`` / ``delta 1e-6``: the best alpha of :data:`ORACLE_ALPHAS`
+  *chosen on the test fold* (a reference a user cannot reach);
+* ``diffprivlib default``: ``diffprivlib.models.LogisticRegression(epsilon=eps)``,
+  nothing else set (its ``data_norm`` is then read from the data, which itself
+  leaks, and it warns; this is still what its user gets), and ``diffprivlib
+  oracle``: the best ``C = 1/(n alpha)`` with ``data_norm=1`` on the test fold;
+* ``non-private``: scikit-learn's ``LogisticRegression()`` with its defaults.
+
+Data: Adult (the paper's preprocessing, rows of norm <= 1) and three generated
+families whose rows are scaled by a public constant (``1/sqrt(d)`` of a
+standard-normal row, so most rows have norm near 1) and whose labels follow a
+logistic model of chosen separation, balance and sparsity: the defaults are
+judged on data they were not tuned on.
+
+diffprivlib 0.6.6 needs scikit-learn < 1.8, so its rows run in
+``benchmarks/.venv-diffprivlib`` (see ``bench_diffprivlib``); without that venv
+(``--no-diffprivlib``) those rows are left out.
+"""
+
+import argparse
+import json
+import subprocess
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from . import _common as C
+
+EPSILONS = (0.05, 0.1, 0.5, 1.0, 2.0)
+DELTA = 1e-6
+ORACLE_ALPHAS = tuple(10.0 ** e for e in np.arange(-6.0, 0.01, 0.5))
+SEARCH_GRID = {"alpha": [1e-5, 1e-4, 1e-3, 1e-2, 1e-1]}
+
+# name: (n, d, separation ||w*||, share of positives, share of non-zero features)
+FAMILIES = {
+    "dense-small": (5_000, 10, 4.0, 0.5, 1.0),
+    "sparse-wide": (20_000, 200, 4.0, 0.5, 0.1),
+    "imbalanced": (50_000, 30, 3.0, 0.1, 1.0),
+}
+
+
+def make_family(name, seed):
+    """One generated data set: ``(X, y)`` with rows scaled by a public constant."""
+    n, d, separation, positives, density = FAMILIES[name]
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    if density < 1.0:
+        X *= rng.random((n, d)) < density
+        X /= np.sqrt(density)
+    X /= np.sqrt(d)
+    w = rng.standard_normal(d)
+    w *= separation / np.linalg.norm(w)
+    margin = X @ w
+    # The intercept that gives the wanted share of positives (a public design choice).
+    shift = np.quantile(margin + rng.logistic(size=n), 1.0 - positives)
+    y = (margin - shift + rng.logistic(size=n) > 0).astype(np.int64)
+    return X, y
+
+
+def load(name, seed):
+    if name == "adult":
+        return C.load_adult_data()
+    return make_family(name, seed)
+
+
+def _dpsk_rows(X, y, train, test, eps, seed):
+    """Errors of the dpsk rows for one (fold, epsilon): defaults, searches, oracles."""
+    from dpsk import BudgetAccountant, DPGridSearch, DPLogisticRegression
+
+    Xtr, ytr, Xte, yte = X[train], y[train], X[test], y[test]
+    out = {}
+    for tag, delta in (("pure", 0.0), ("delta 1e-6", DELTA)):
+        model = DPLogisticRegression(epsilon=eps, delta=delta, classes=[0, 1],
+                                     accountant=BudgetAccountant(),
+                                     random_state=C.seed_for(seed, 1, int(delta > 0)))
+        out[f"dpsk default, {tag}"] = C.fit_and_score(model, Xtr, ytr, Xte, yte)
+        search = DPGridSearch(DPLogisticRegression(delta=delta, classes=[0, 1]), SEARCH_GRID,
+                              epsilon=eps, accountant=BudgetAccountant(),
+                              random_state=C.seed_for(seed, 2, int(delta > 0)))
+        out[f"dpsk search, {tag}"] = C.fit_and_score(search, Xtr, ytr, Xte, yte)
+        best = None
+        for i, alpha in enumerate(ORACLE_ALPHAS):
+            model = DPLogisticRegression(epsilon=eps, delta=delta, alpha=alpha, classes=[0, 1],
+                                         accountant=BudgetAccountant(),
+                                         random_state=C.seed_for(seed, 3, int(delta > 0), i))
+            result = C.fit_and_score(model, Xtr, ytr, Xte, yte)
+            if best is None or (result[0] < best[0]):
+                best = result
+        out[f"oracle, {tag}"] = best
+    return out
+
+
+def _nonprivate(X, y, train, test):
+    from sklearn.linear_model import LogisticRegression
+
+    return C.fit_and_score(LogisticRegression(max_iter=1000), X[train], y[train], X[test],
+                           y[test])
+
+
+def _diffprivlib_rows(X, y, fold_ids, folds, epsilons, runs, seed):
+    """diffprivlib's default and oracle errors, from its own venv: {(fold, eps, run): {...}}."""
+    from .bench_diffprivlib import ensure_venv
+
+    py, _ = ensure_venv()
+    worker = Path(__file__).with_name("_diffprivlib_worker.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data.npz"
+        np.savez(data, X=X, y=y, fold_ids=fold_ids)
+        results = {}
+        for mode in ("default", "grid"):
+            cfg = Path(tmp) / f"{mode}.json"
+            out = Path(tmp) / f"{mode}-out.json"
+            cfg.write_text(json.dumps(dict(
+                mode=mode, epsilons=list(epsilons), folds=list(folds), runs=runs, seed=seed,
+                max_iter=100, fit_intercept=True,
+                log10_alphas=[float(np.log10(a)) for a in ORACLE_ALPHAS])))
+            subprocess.run([str(py), str(worker), str(data), str(cfg), str(out)], check=True)
+            results[mode] = json.loads(out.read_text())["records"]
+    table = {}
+    for r in results["default"]:
+        table.setdefault((r["fold"], r["epsilon"], r["run"]), {})["diffprivlib default"] = \
+            r["error"]
+    best = {}
+    for r in results["grid"]:
+        key = (r["fold"], r["epsilon"], r["run"])
+        best[key] = min(best.get(key, np.inf), r["error"])
+    for key, error in best.items():
+        table.setdefault(key, {})["diffprivlib oracle"] = error
+    return table
+
+
+ROWS = ("dpsk default, pure", "dpsk default, delta 1e-6", "dpsk search, pure",
+        "dpsk search, delta 1e-6", "oracle, pure", "oracle, delta 1e-6", "diffprivlib default",
+        "diffprivlib oracle", "non-private")
+
+
+def run(datasets, epsilons, n_folds, runs, seed, with_diffprivlib=True):
+    """All rows on every (data set, fold, epsilon, run); a list of records."""
+    records = []
+    for name in datasets:
+        X, y = load(name, seed)
+        folds = C.cv_folds(y, n_splits=n_folds, seed=seed)
+        ids = C.fold_ids(folds, len(y))
+        dpl = (_diffprivlib_rows(X, y, ids, range(n_folds), epsilons, runs, seed)
+               if with_diffprivlib else {})
+        tasks = [(k, eps, r) for k in range(n_folds) for eps in epsilons for r in range(runs)]
+        for k, eps, r in C.progress(tasks, desc=name):
+            train, test = folds[k]
+            cell_seed = C.seed_for(seed, k, int(eps * 1e4), r, len(name))
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rows = _dpsk_rows(X, y, train, test, eps, cell_seed)
+                rows["non-private"] = _nonprivate(X, y, train, test)
+            for row, (error, fit_time, status) in rows.items():
+                records.append(dict(dataset=name, epsilon=eps, fold=k, run=r, row=row,
+                                    error=error, fit_time=fit_time, status=status))
+            for row, error in dpl.get((k, eps, r), {}).items():
+                records.append(dict(dataset=name, epsilon=eps, fold=k, run=r, row=row,
+                                    error=error, fit_time=float("nan"), status="ok"))
+            records[-1]["cell_seconds"] = time.perf_counter() - t0
+    return records
+
+
+def summarize(records, epsilons):
+    """Mean test error (standard error) per data set, row and epsilon, as a table."""
+    lines = []
+    for name in dict.fromkeys(r["dataset"] for r in records):
+        lines.append(f"\n{name}: mean test error (standard error over folds x runs)")
+        header = f"{'':28s}" + "".join(f"  eps={e:<12g}" for e in epsilons)
+        lines.append(header)
+        for row in ROWS:
+            cells = []
+            for eps in epsilons:
+                errs = [r["error"] for r in records if r["dataset"] == name and r["row"] == row
+                        and r["epsilon"] == eps and np.isfinite(r["error"])]
+                if not errs:
+                    cells.append(f"  {'-':16s}")
+                    continue
+                mean = float(np.mean(errs))
+                se = float(np.std(errs, ddof=1) / np.sqrt(len(errs))) if len(errs) > 1 else 0.0
+                cells.append(f"  {mean:.4f} ({se:.4f})")
+            lines.append(f"{row:28s}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks defaults", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="2 folds x 1 run, epsilons 0.1 and 1, Adult and one family")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
+    parser.add_argument("--datasets", nargs="+", default=["adult", *FAMILIES])
+    parser.add_argument("--no-diffprivlib", action="store_true",
+                        help="leave out the diffprivlib rows (no venv needed)")
+    args = parser.parse_args(argv)
+    C.set_quick(args.quick)
+    if args.quick:
+        args.folds, args.runs, args.epsilons = 2, 1, [0.1, 1.0]
+        args.datasets = ["adult", "dense-small"]
+    C.limit_blas_threads()
+    C.header("Defaults: what a user gets without an oracle")
+    records = run(args.datasets, args.epsilons, args.folds, args.runs, args.seed,
+                  with_diffprivlib=not args.no_diffprivlib)
+    table = summarize(records, args.epsilons)
+    print(table)
+    C.write_csv("defaults", records,
+                columns=["dataset", "epsilon", "fold", "run", "row", "error", "fit_time",
+                         "status"],
+                comment_lines=[C.command_line(), C.machine_line()])
+    return 0
