@@ -31,11 +31,13 @@ numpydoc_xref_aliases = {
     "BaseEstimator": "sklearn.base.BaseEstimator",
 }
 # numpydoc's defaults send these words to Python's and NumPy's glossaries, which
-# docs/_inventories.py does not list: they stay plain words.
+# docs/_inventories.py does not list: they stay plain words. Without an alias the
+# builtins rendered as "python:float" (no Python inventory offline).
 numpydoc_xref_aliases.update(
     {word: word for word in (
         "bool", "boolean", "iterable", "sequence", "generator", "array-like",
-        "array_like", "scalar",
+        "array_like", "scalar", "float", "int", "str", "dict", "list", "tuple",
+        "callable", "object", "None", "type", "bytes", "set",
     )}
 )
 numpydoc_xref_ignore = "all"

@@ -132,8 +132,9 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
     def fit(self, X, y, **fit_params):
         """Fit the private model and charge ``epsilon`` to the accountant.
 
-        The budget is checked before the data is read and spent only if the fit
-        succeeds.
+        The budget is checked before the data is read (a refusal then costs
+        nothing) and spent once the data is read: a fit that fails after that
+        point stays charged, and says so (:class:`~dpsk.PrivateFitError`).
 
         Parameters
         ----------

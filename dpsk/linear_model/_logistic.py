@@ -29,8 +29,10 @@ _CLASSES_AND_DELTA_DOC = """    classes : array-like of shape (n_classes,) or No
 _SHARED_PARAMS_DOC = f"""
     epsilon : float, default=1.0
         Privacy parameter of one fit, > 0 and finite (with ``delta``, see
-        below). With more than two classes and ``delta = 0`` each one-vs-rest
-        model gets ``epsilon / n_classes``.
+        below). With more than two classes the default (``multi_class="auto"``)
+        is one multinomial release at the whole ``epsilon``; with
+        ``multi_class="ovr"`` and ``delta = 0`` each one-vs-rest model gets
+        ``epsilon / n_classes``.
     alpha : float, default=1e-3
         L2 regularisation: the objective is
         ``(1/n) sum_i loss(y_i, w.x_i) + (alpha/2) ||w||^2`` (the paper's Lambda,
