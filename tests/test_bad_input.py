@@ -97,7 +97,7 @@ def _nan_in_x(data, X, y):
 def _inf_in_x(data, X, y):
     X = X.copy()
     X[data.draw(st.integers(0, len(X) - 1)), 0] = data.draw(st.sampled_from([np.inf, -np.inf]))
-    return X, y, {}, False, ValueError, r"Input X contains infinity"
+    return X, y, {}, False, ValueError, r"Input X contains NaN or infinity"
 
 
 def _no_rows(data, X, y):

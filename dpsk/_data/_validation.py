@@ -59,6 +59,30 @@ _NOT_A_NUMBER = (
 )
 
 
+_NOT_FINITE = (
+    "Input X contains NaN or infinity, which a dpsk model cannot use. Fill missing "
+    "values with a declared constant first, for example "
+    "SimpleImputer(strategy='constant', fill_value=0.0, keep_empty_features=True) in "
+    "the pipeline (an imputer that learns a mean or median from the data is not "
+    "private)."
+)
+
+
+def finite_rows_advised(check, *args, **kwargs):
+    """Call ``check(*args, **kwargs)``; replace scikit-learn's advice on NaN by dpsk's.
+
+    For rows a released model predicts on: scikit-learn's message suggests
+    estimators that handle NaN natively, which a private model is not. Other
+    messages are left as they are.
+    """
+    try:
+        return check(*args, **kwargs)
+    except ValueError as exc:
+        if not str(exc).startswith(("Input X contains NaN", "Input X contains infinity")):
+            raise
+    raise ValueError(_NOT_FINITE)
+
+
 def values_withheld(check, *args, **kwargs):
     """Call ``check(*args, **kwargs)``; refuse its out-of-domain input without quoting it.
 
@@ -81,6 +105,8 @@ def values_withheld(check, *args, **kwargs):
         if any(key in text for key in ("could not convert", "float() argument",
                                        "invalid literal", "argument must be")):
             message = _NOT_A_NUMBER
+        elif text.startswith(("Input X contains NaN", "Input X contains infinity")):
+            message = _NOT_FINITE
         elif "\n" in text or "array=" in text:
             message = text.split("\n")[0].rstrip(":") + " (the data is not shown)."
         else:

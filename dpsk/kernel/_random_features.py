@@ -18,7 +18,12 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data._design import INTERCEPT_SCALE, clip_rows, unscale_coef
-from .._data._validation import check_not_datetime, resolve_classes, values_withheld
+from .._data._validation import (
+    check_not_datetime,
+    finite_rows_advised,
+    resolve_classes,
+    values_withheld,
+)
 from .._optimize._losses import MultinomialLoss, make_loss
 from ..linear_model._base import BaseDPLinearClassifier, fit_private_problems
 from ..linear_model._logistic import _CLASSES_AND_DELTA_DOC
@@ -420,7 +425,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         """
         check_is_fitted(self)
         check_not_datetime(X)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = finite_rows_advised(validate_data, self, X, dtype=np.float64, reset=False)
         n = X.shape[0]
         n_models, n_columns = self.coef_.shape
         m = self.random_weights_.shape[0]

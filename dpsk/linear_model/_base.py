@@ -14,6 +14,7 @@ from .._data._design import clip_rows, design_rows, unscale_coef
 from .._data._validation import (
     binary_targets,
     check_not_datetime,
+    finite_rows_advised,
     refuse_fit_params,
     resolve_classes,
     values_withheld,
@@ -223,7 +224,8 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         """
         check_is_fitted(self)
         check_not_datetime(X)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = finite_rows_advised(validate_data, self, X, accept_sparse="csr", dtype=np.float64,
+                                reset=False)
         X = clip_rows(X, self.data_norm)
         scores = np.asarray(X @ self.coef_.T) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores

@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data._validation import (
     check_not_datetime,
+    finite_rows_advised,
     resolve_classes,
     values_withheld,
     warn_if_classes_undeclared,
@@ -84,9 +85,13 @@ def _spend_all_or_nothing(accountant, epsilon, n_answers):
     try:
         accountant.spend_all([ExponentialEvent(epsilon)] * n_answers)
     except BudgetExceededError as exc:
+        if n_answers == 1:
+            advice = "The budget cannot pay for another answer."
+        else:
+            advice = "Send fewer rows (a single row may still fit)."
         raise BudgetExceededError(
-            f"Answering {n_answers} distinct query rows at epsilon={epsilon:g} each does not "
-            f"fit: {exc} Nothing was answered; send fewer rows."
+            f"Answering {n_answers} distinct query row{'s' if n_answers > 1 else ''} at "
+            f"epsilon={epsilon:g} each does not fit: {exc} Nothing was answered. {advice}"
         ) from None
 
 
@@ -305,7 +310,7 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         epsilon, _ = self._privacy_cost()
         check_not_datetime(X)
         # The query rows are the querier's own: refusals may quote them.
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = finite_rows_advised(validate_data, self, X, dtype=np.float64, reset=False)
         # The distinct rows and their order are functions of the query, not the data.
         distinct, inverse = np.unique(X, axis=0, return_inverse=True)
         _spend_all_or_nothing(self._resolve_accountant(), epsilon, distinct.shape[0])

@@ -53,9 +53,12 @@ class Recommendation:
             return (f"The {self.metric} target {self.target:g} is not reached on the grid "
                     "of epsilons; extend it.")
         where = "<= " if self.below_grid else ""
-        return (f"epsilon {where}{self.epsilon:.3g} for {self.metric} "
-                f"{'>=' if self.metric == 'accuracy' else '<='} {self.target:g} "
-                f"(interval [{self.low:.3g}, {self.high:.3g}], {self.mode} mode, "
+        head = (f"epsilon {where}{self.epsilon:.3g} for {self.metric} "
+                f"{'>=' if self.metric == 'accuracy' else '<='} {self.target:g}")
+        if self.confidence == 0:
+            # Probe mode extrapolates one fit: there is no band, so no interval.
+            return f"{head} ({self.mode} mode: a point estimate, no confidence interval)"
+        return (f"{head} (interval [{self.low:.3g}, {self.high:.3g}], {self.mode} mode, "
                 f"confidence {self.confidence:g})")
 
 

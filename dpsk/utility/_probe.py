@@ -10,6 +10,7 @@ the probe's own ``fit``, which charges its ledger.
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
 
 from .._data._design import INTERCEPT_SCALE, clip_rows, design_matrix
@@ -95,7 +96,14 @@ def probe_curve(estimator, X, y, *, X_private=None, y_private=None, n_samples=No
         estimator.fit(X_private, y_private)  # the probe: charged to its ledger
         n = X_private.shape[0] if hasattr(X_private, "shape") else len(X_private)
     else:
-        check_is_fitted(estimator, "coef_")
+        try:
+            check_is_fitted(estimator, "coef_")
+        except NotFittedError:
+            raise ValueError(
+                "Probe mode needs a probe: pass X_private= and y_private= (the probe fit is "
+                "charged to the estimator's ledger), or an estimator already fitted on the "
+                "private data together with n_samples= (its training-set size)."
+            ) from None
         n = check_count(n_samples, "n_samples (the probe's training-set size)", 1)
     if len(estimator.classes_) != 2:
         raise ValueError("Probe mode supports binary models only.")
