@@ -54,7 +54,7 @@ class LogisticLoss(_MarginLoss):
 
     ``|l'(z)| < 1`` and ``0 < l''(z) <= 1/4`` for every z, so the loss meets the
     conditions of Theorems 1 and 2 of Chaudhuri et al. (2011) with ``c = 1/4``
-    (their Corollary 8).
+    (their Corollary 2).
     """
 
     name = "logistic"
@@ -85,7 +85,7 @@ class HuberLoss(_MarginLoss):
 
     ``l(z) = 0`` for ``z > 1 + h``; ``(1 + h - z)^2 / (4h)`` for ``|1 - z| <= h``;
     ``1 - z`` for ``z < 1 - h``. Convex, differentiable, ``|l'| <= 1`` and
-    piecewise twice differentiable with ``l'' <= c = 1/(2h)``; Theorem 7 of the
+    piecewise twice differentiable with ``l'' <= c = 1/(2h)``; Corollary 4 of the
     paper shows Algorithm 2 stays private with that ``c`` despite the two kinks of
     ``l'``.
 

@@ -175,7 +175,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
     row. This is Theorem 5 of the paper: the frequencies are drawn independently
     of the data, so the features are a fixed, public map, and the linear release
     on them is private by Theorem 1 (``perturbation="output"``) or Theorem 2
-    (``"objective"``; Theorem 7 for the Huber loss). Conditions, all enforced
+    (``"objective"``; Corollary 4 for the Huber loss). Conditions, all enforced
     here: every feature row has L2 norm <= 1 (``||phi(x)|| = 1`` for every input,
     by construction; with an intercept the design row is ``[phi(x), 1] / sqrt(2)``,
     again of norm 1); labels are mapped to {-1, +1}; the loss has ``|l'| <= 1`` and

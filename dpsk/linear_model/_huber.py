@@ -22,7 +22,7 @@ class DPHuberSVM(BaseDPLinearClassifier):
 
     Privacy guarantee: ``coef_`` and ``intercept_`` are
     ``epsilon``-differentially private with respect to replacing one training row
-    (Theorem 1 for output perturbation; Theorem 7, which extends Theorem 2 to this
+    (Theorem 1 for output perturbation; Corollary 4, which extends Theorem 2 to this
     piecewise twice-differentiable loss, for objective perturbation with
     ``c = 1/(2h)``). Conditions, enforced here: rows of norm <= 1 after clipping
     and rescaling, labels in {{-1, +1}}, ``|l'| <= 1``, public ``n``, solver residual

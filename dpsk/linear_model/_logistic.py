@@ -98,7 +98,7 @@ class DPLogisticRegression(BaseDPLinearClassifier):
 
     Privacy guarantee: the fitted ``coef_`` and ``intercept_`` (and so every
     prediction made with them) are ``epsilon``-differentially private with respect
-    to replacing one training row, by Theorems 1 and 2 and Corollary 8 of
+    to replacing one training row, by Theorems 1 and 2 and Corollary 2 of
     Chaudhuri, Monteleoni and Sarwate (2011), "Differentially private empirical
     risk minimization", JMLR 12. Conditions, all enforced here: rows have norm
     <= 1 after clipping to ``data_norm`` and rescaling; labels are mapped to

@@ -60,7 +60,7 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
       rate ``output_perturbation_beta`` (which includes the solver tolerance
       and the rounding to the release grid).
     * ``delta = 0``, ``perturbation="objective"``: Algorithm 2, Theorem 2
-      (Theorem 7 for the Huber loss) at ``(1 - SOLVER_EPSILON_SHARE) *
+      (Corollary 4 for the Huber loss) at ``(1 - SOLVER_EPSILON_SHARE) *
       epsilon / n_problems``; the remaining share pays for the gap between the
       solver's point and the exact minimiser and for the rounding
       (``solver_residual_beta``).
