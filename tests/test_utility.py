@@ -1,6 +1,7 @@
 """dpsk.utility: utility curves, the probe derivative and the recommendation."""
 
 import builtins
+import warnings
 
 import numpy as np
 import pytest
@@ -326,3 +327,19 @@ def test_plot(data):
     plt.close("all")
     with pytest.raises(ValueError, match="metrics"):
         curve.plot(metrics=("auc",))
+
+
+def test_probe_warns_for_epsilons_far_from_the_probe(data):
+    from dpsk.utility import ProbeRangeWarning
+
+    X, y = data
+    est = DPLogisticRegression(alpha=1e-2, epsilon=1.0, random_state=5, classes=[0, 1],
+                               accountant=BudgetAccountant())
+    with pytest.warns(ProbeRangeWarning, match="2 of the 3 epsilons"):
+        probe_curve(est, X, y, X_private=X, y_private=y, epsilons=[0.05, 1.0, 20.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ProbeRangeWarning)
+        near = probe_curve(est, X, y, n_samples=len(y), epsilons=[0.2, 1.0, 5.0])
+        default = probe_curve(est, X, y, n_samples=len(y))
+    assert near.epsilons.size == 3
+    assert default.epsilons.min() == pytest.approx(0.1) and default.epsilons.max() == 10.0

@@ -7,7 +7,7 @@ See docs/choosing_epsilon.rst.
 """
 
 from ._curve import Recommendation, UtilityCurve
-from ._probe import perturbed_optimum_derivative, probe_curve
+from ._probe import ProbeRangeWarning, perturbed_optimum_derivative, probe_curve
 from ._public import curve_seeds, recommend_epsilon, utility_curve
 
 __all__ = [
@@ -18,4 +18,5 @@ __all__ = [
     "curve_seeds",
     "UtilityCurve",
     "Recommendation",
+    "ProbeRangeWarning",
 ]

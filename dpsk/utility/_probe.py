@@ -8,6 +8,8 @@ training-set size), the noise law's scale as a function of epsilon (public,
 the probe's own ``fit``, which charges its ledger.
 """
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
@@ -20,7 +22,34 @@ from ..mechanisms._erm import _noise_law, _tolerance_floor
 from ._common import check_count, check_epsilons, check_estimator, describe
 from ._curve import UtilityCurve
 
-__all__ = ["probe_curve", "perturbed_optimum_derivative"]
+__all__ = ["probe_curve", "perturbed_optimum_derivative", "ProbeRangeWarning"]
+
+#: How far (as a ratio) a target epsilon may lie from the probe's before the
+#: extrapolation is flagged. Li et al. (Theorem 4) bound the extrapolation's
+#: error by a term that grows with the distance between the two epsilons; on
+#: Adult the inverse extrapolation stays within 0.01 accuracy of the Monte Carlo
+#: truth for targets within a factor 10 of the probe (docs/choosing_epsilon.rst).
+PROBE_RANGE = 10.0
+
+
+class ProbeRangeWarning(UserWarning):
+    """Some epsilons of a probe curve lie far from the probe's own epsilon.
+
+    The extrapolation of Li et al. is accurate only when the probe and the
+    target epsilons are of the same magnitude. The warning is computed from the
+    public epsilons only.
+    """
+
+
+def _warn_if_far(eps, epsilon_probe):
+    far = (eps > PROBE_RANGE * epsilon_probe) | (eps < epsilon_probe / PROBE_RANGE)
+    if np.any(far):
+        warnings.warn(
+            f"{int(far.sum())} of the {eps.size} epsilons lie more than a factor "
+            f"{PROBE_RANGE:g} from the probe's epsilon={epsilon_probe:g}; the "
+            "extrapolation is accurate only near the probe (Li et al., Theorem 4). Probe "
+            "at an epsilon of the magnitude you intend to use, or use the public mode.",
+            ProbeRangeWarning, stacklevel=3)
 
 EXTRAPOLATIONS = ("inverse", "tangent")
 
@@ -63,8 +92,11 @@ def probe_curve(estimator, X, y, *, X_private=None, y_private=None, n_samples=No
         The private training data for the probe's fit.
     n_samples : int, optional
         Rows of the probe's private training set, if it is already fitted.
-    epsilons : array-like, default=np.logspace(-2, 1, 12)
-        Where to extrapolate.
+    epsilons : array-like, default=None
+        Where to extrapolate. By default 11 values from a tenth of the probe's
+        epsilon to ten times it; epsilons further from the probe give a
+        :class:`ProbeRangeWarning` (the extrapolation is accurate only near
+        the probe, Li et al., Theorem 4).
     extrapolation : {"inverse", "tangent"}, default="inverse"
         "tangent": the paper's Eq. 8, the loss linear in epsilon with the
         slope of the derivative; the accuracy of the model moved along the
@@ -82,7 +114,7 @@ def probe_curve(estimator, X, y, *, X_private=None, y_private=None, n_samples=No
         ``mode="probe"``: one column, no bands.
     """
     check_estimator(estimator)
-    eps = check_epsilons(epsilons)
+    eps = None if epsilons is None else check_epsilons(epsilons)
     if extrapolation not in EXTRAPOLATIONS:
         raise ValueError(f"extrapolation must be one of {EXTRAPOLATIONS}, got {extrapolation!r}.")
     if estimator.perturbation not in ("objective", "output"):
@@ -116,6 +148,9 @@ def probe_curve(estimator, X, y, *, X_private=None, y_private=None, n_samples=No
     Z, w = _design(estimator, X)
     y_pm = np.where(y == estimator.classes_[1], 1.0, -1.0)
     epsilon_probe, delta = estimator.privacy_spent_
+    if eps is None:
+        eps = epsilon_probe * np.logspace(-1.0, 1.0, 11)  # within PROBE_RANGE of the probe
+    _warn_if_far(eps, epsilon_probe)
     law = _law(estimator, loss, n, Z.shape[1], delta)
     w_star = None
     if estimator.perturbation == "output":
