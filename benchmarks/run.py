@@ -29,6 +29,8 @@ beyond-erm   Adult, robust accuracy of DPRobustLogisticRegression vs DPLogisticR
 defaults     what a user gets: dpsk's defaults and default search (pure and delta 1e-6) vs
              the oracle alpha, diffprivlib's default and oracle, and non-private, on
              Adult and three generated families, same splits
+cm2008       Chaudhuri and Monteleoni (2008), Section 6: the separable and unseparable
+             synthetic sets (d = 10), Figure 1's table and Figure 2's curves
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -58,9 +60,11 @@ COMMANDS = {
     "multiclass": ("bench_multiclass", "main"),
     "beyond-erm": ("bench_beyond_erm", "main"),
     "defaults": ("bench_defaults", "main"),
+    "cm2008": ("bench_cm2008", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
-             "gaussian", "utility", "prediction", "tuning", "multiclass", "beyond-erm", "defaults")
+             "gaussian", "utility", "prediction", "tuning", "multiclass", "beyond-erm", "defaults",
+             "cm2008")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "multiclass",
             "beyond-erm"}
 
