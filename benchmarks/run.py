@@ -31,6 +31,8 @@ defaults     what a user gets: dpsk's defaults and default search (pure and delt
              Adult and three generated families, same splits
 cm2008       Chaudhuri and Monteleoni (2008), Section 6: the separable and unseparable
              synthetic sets (d = 10), Figure 1's table and Figure 2's curves
+learning-curve  Adult, test error against the training-set size at fixed epsilon (default,
+             privately tuned, non-private) and the rows needed for accuracy targets
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -61,10 +63,11 @@ COMMANDS = {
     "beyond-erm": ("bench_beyond_erm", "main"),
     "defaults": ("bench_defaults", "main"),
     "cm2008": ("bench_cm2008", "main"),
+    "learning-curve": ("bench_learning_curve", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "multiclass", "beyond-erm", "defaults",
-             "cm2008")
+             "cm2008", "learning-curve")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "multiclass",
             "beyond-erm"}
 

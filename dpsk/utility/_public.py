@@ -112,17 +112,30 @@ def utility_curve(estimator, X, y, *, epsilons=None, n_draws=20, test_size=0.3,
     classes = np.unique(y)
     if classes.size < 2:
         raise ValueError("y must hold at least two classes.")
-    split_seed = int(public_rng(random_state).integers(2**31))
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=test_size, stratify=y, random_state=split_seed)
+    X_train, X_test, y_train, y_test = _split(X, y, test_size, random_state)
 
+    return _monte_carlo(estimator, classes, eps, n_draws, curve_seeds(random_state, len(eps),
+                                                                    n_draws),
+                        (X_train, y_train, X_test, y_test), confidence, n_jobs, progress,
+                        describe(estimator, "public"))
+
+
+def _split(X, y, test_size, random_state):
+    """One stratified public split: ``X_train, X_test, y_train, y_test``."""
+    split_seed = int(public_rng(random_state).integers(2**31))
+    return train_test_split(X, y, test_size=test_size, stratify=y, random_state=split_seed)
+
+
+def _monte_carlo(estimator, classes, eps, n_draws, seeds, split, confidence, n_jobs, progress,
+                 description):
+    """The Monte Carlo of :func:`utility_curve` on a given split: a :class:`UtilityCurve`."""
+    X_train, y_train, X_test, y_test = split
     # The workers get the parameters, never a ledger: pickling one would share it.
     base = estimator.get_params(deep=False)
     base.pop("accountant", None)
     if base.get("classes") is None:
         base["classes"] = classes  # public data: its labels are no secret
     base = (type(estimator), base)
-    seeds = curve_seeds(random_state, len(eps), n_draws)
     store = _shared_solutions(base, X_train, y_train)
     tasks = [(float(e), None if seeds is None else int(seeds[i, j]))
              for i, e in enumerate(eps) for j in range(n_draws)]
@@ -135,7 +148,7 @@ def utility_curve(estimator, X, y, *, epsilons=None, n_draws=20, test_size=0.3,
         epsilons=eps, accuracy=results[:, :, 0], loss=results[:, :, 1],
         accuracy_row_var=results[:, :, 2].mean(axis=1),
         loss_row_var=results[:, :, 3].mean(axis=1), confidence=confidence, mode="public",
-        n_train=len(y_train), n_test=len(y_test), description=describe(estimator, "public"),
+        n_train=len(y_train), n_test=len(y_test), description=description,
     )
 
 
