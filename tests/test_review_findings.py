@@ -154,7 +154,7 @@ X = -np.abs(rng.normal(size=(60, 2))); y = np.arange(60) % 2
 DPGridSearch(make_pipeline(FunctionTransformer(np.square, inverse_func=np.sqrt),
                            DPLogisticRegression(classes=[0, 1], data_norm=10.0)),
              {"dplogisticregression__alpha": [1e-2, 1e-1]}, n_jobs=2,
-             accountant=BudgetAccountant()).fit(X, y)
+             accountant=BudgetAccountant(), allow_learned_steps=True).fit(X, y)
 """
 
 
