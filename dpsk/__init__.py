@@ -38,6 +38,7 @@ from .linear_model import (
 from .model_selection import DPGridSearch
 from .pipeline import (
     LeakyPipelineWarning,
+    NonPrivateSelectionWarning,
     PrivatePipeline,
     check_pipeline,
     make_private_pipeline,
@@ -64,6 +65,7 @@ __all__ = [
     "SolverError",
     "ClassesFromDataWarning",
     "LeakyPipelineWarning",
+    "NonPrivateSelectionWarning",
     "check_pipeline",
     "warn_if_pipeline_leaks",
     "PrivatePipeline",

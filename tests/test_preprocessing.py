@@ -177,6 +177,11 @@ def test_safe_pipeline_fits_and_charges_once():
         ([MinMaxScaler(), PCA(1), DPHuberSVM()], ["minmaxscaler", "pca"]),
         ([RowNormClipper(), BoundedScaler(), DPLogisticRegression()], []),
         ([FunctionTransformer(np.tanh), Normalizer(), DPLogisticRegression()], []),
+        # Its fit round-trips rows through the inverse and warns from their values.
+        ([FunctionTransformer(np.tanh, inverse_func=np.arctanh), DPLogisticRegression()],
+         ["functiontransformer"]),
+        ([FunctionTransformer(np.tanh, inverse_func=np.arctanh, check_inverse=False),
+          DPLogisticRegression()], []),
         (["passthrough", DPLogisticRegression()], []),
         ([DPLogisticRegression()], []),
         ([BoundedScaler(), StandardScaler(), RowNormClipper(), DPLogisticRegression()],
@@ -313,10 +318,17 @@ def test_learning_sklearn_steps_are_flagged(step):
 
 def test_undeclared_category_is_refused_before_anything_is_charged():
     acc = BudgetAccountant(epsilon=1.0)
+    # A plain Pipeline: scikit-learn's message (which quotes the cell) reaches the
+    # caller, because the encoder fails before any dpsk code runs.
     pipe = make_pipeline(OneHotEncoder(categories=[["a", "b"]], sparse_output=False),
                          DPLogisticRegression(accountant=acc, classes=[0, 1]))
     with pytest.raises(ValueError, match="unknown categor"):
         pipe.fit(np.array([["a"], ["z"]], dtype=object), [0, 1])
+    # A PrivatePipeline replaces it with a fixed message naming the step only.
+    private = PrivatePipeline(pipe.steps)
+    with pytest.raises(ValueError, match="'onehotencoder'") as info:
+        private.fit(np.array([["a"], ["z"]], dtype=object), [0, 1])
+    assert "'z'" not in str(info.value) and info.value.__context__ is None
     assert acc.spends == []
 
 

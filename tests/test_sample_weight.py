@@ -96,10 +96,12 @@ def test_scikit_learn_sees_no_sample_weight_support(index):
 def test_bagging_samples_rows_instead_of_passing_weights():
     # With sample_weight in fit's signature, BaggingClassifier would implement its
     # bootstrap as integer weights, which a private fit must refuse.
+    # Without replacement (bootstrap=True is refused: a row drawn k times costs k epsilon).
     acc = BudgetAccountant()
     X, y = _data()
     bag = BaggingClassifier(DPLogisticRegression(classes=[0, 1], accountant=acc),
-                            n_estimators=3, random_state=0).fit(X, y)
+                            n_estimators=3, bootstrap=False, max_samples=0.5,
+                            random_state=0).fit(X, y)
     assert bag.predict(X).shape == y.shape
     assert acc.total()[0] == pytest.approx(3.0)
 

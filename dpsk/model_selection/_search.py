@@ -155,11 +155,27 @@ def _validate_through(estimator, X, y):
     outside its domain. Only whether the input is in the domain comes out.
     """
     while isinstance(estimator, Pipeline):
-        for _, step in estimator.steps[:-1]:
+        for name, step in estimator.steps[:-1]:
             if step is not None and step != "passthrough":
-                X = clone(step).fit_transform(X, y)
+                X = _step_withheld(name, step, X, y)
         estimator = estimator.steps[-1][1]
     clone(estimator)._validate_input(X, y)
+
+
+def _step_withheld(name, step, X, y):
+    """Fit a clone of a (data-independent) step and transform; refuse without quoting.
+
+    scikit-learn's refusals can quote the offending cell (``OneHotEncoder``'s
+    ``Found unknown categories [...]``), so any failure is re-raised with a fixed
+    message naming the step, outside the ``except`` block (no ``__context__``).
+    """
+    try:
+        return clone(step).fit_transform(X, y)
+    except Exception as exc:  # noqa: BLE001 - every message may quote the data
+        kind = TypeError if isinstance(exc, TypeError) else ValueError
+    raise kind(f"Step {name!r} refused the data: it is outside the domain the step "
+               "declares (categories, dtypes, columns). The offending value is not "
+               "shown, and nothing was spent.")
 
 
 def _derived_seed(random_state, *key):

@@ -6,7 +6,12 @@ only the steps' types and parameters, and recognises a private step by a tag, so
 this wing imports no estimator.
 """
 
-from ._check import LeakyPipelineWarning, check_pipeline, warn_if_pipeline_leaks
+from ._check import (
+    LeakyPipelineWarning,
+    NonPrivateSelectionWarning,
+    check_pipeline,
+    warn_if_pipeline_leaks,
+)
 from ._private import PrivatePipeline, make_private_pipeline
 
 __all__ = [
@@ -15,4 +20,5 @@ __all__ = [
     "check_pipeline",
     "warn_if_pipeline_leaks",
     "LeakyPipelineWarning",
+    "NonPrivateSelectionWarning",
 ]

@@ -15,7 +15,18 @@ What counts as safe (learns nothing from the data):
 * :class:`sklearn.preprocessing.FunctionTransformer`, on the understanding that
   its function acts on each row on its own (a function such as
   ``lambda X: X / X.max()`` reads every row and is not safe; this cannot be
-  checked);
+  checked), unless it has both ``func`` and ``inverse_func`` and
+  ``check_inverse=True``: its fit then round-trips every ``n // 100``-th row
+  (row 0 always among them) and warns when one does not come back, so whether
+  it warns depends on the data (``np.tanh`` and ``np.arctanh`` part for values
+  above about 19). Give it ``check_inverse=False``;
+* transformers whose fit reads only the shape (``n_samples``, ``n_features``)
+  and the dtype, which are public: ``GaussianRandomProjection`` and
+  ``SparseRandomProjection`` (``n_components="auto"`` reads ``n_samples``),
+  ``PolynomialFeatures``, ``PolynomialCountSketch``, ``SkewedChi2Sampler``,
+  ``RBFSampler`` with a numeric ``gamma`` (``gamma="scale"`` reads the
+  variance of X) and ``SplineTransformer`` with an array of ``knots`` (string
+  knots are placed from the data's range or quantiles);
 * encoders with declared categories: scikit-learn's ``OneHotEncoder`` and
   ``OrdinalEncoder`` with ``categories=[...]`` (a list, not ``"auto"``) and no
   ``min_frequency`` or ``max_categories`` (grouping infrequent categories counts
@@ -41,6 +52,15 @@ What counts as safe (learns nothing from the data):
   (with a positive threshold the fitted transformer chooses sparse or dense
   output from the training data's density, and stores that choice).
 
+The private model is found at any depth: in a pipeline nested in a pipeline,
+in a column transformer or feature union, or inside a meta-estimator. Every
+step before it is checked, at every level; a scikit-learn meta-estimator that
+wraps it (``CalibratedClassifierCV``, ``GridSearchCV``, ``BaggingClassifier``,
+...) is itself reported, because what it learns around the private model (a
+calibrator, a choice made on noise-free scores, the classes, rows drawn with
+replacement) is outside the guarantee. A dpsk estimator that wraps a pipeline
+(``DPGridSearch``) checks what it wraps itself.
+
 Everything else (``StandardScaler``, ``MinMaxScaler``, ``PCA``, imputers that
 learn a mean, median or mode, encoders that learn categories, feature selectors,
 ...) is reported. The check reads only the steps' types and parameters, never
@@ -52,10 +72,23 @@ import warnings
 
 from sklearn.compose import ColumnTransformer
 from sklearn.impute import MissingIndicator, SimpleImputer
+from sklearn.kernel_approximation import (
+    PolynomialCountSketch,
+    RBFSampler,
+    SkewedChi2Sampler,
+)
 from sklearn.pipeline import FeatureUnion, Pipeline
-from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, OrdinalEncoder
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    OneHotEncoder,
+    OrdinalEncoder,
+    PolynomialFeatures,
+    SplineTransformer,
+)
+from sklearn.random_projection import GaussianRandomProjection, SparseRandomProjection
 
-__all__ = ["check_pipeline", "warn_if_pipeline_leaks", "LeakyPipelineWarning"]
+__all__ = ["check_pipeline", "warn_if_pipeline_leaks", "LeakyPipelineWarning",
+           "NonPrivateSelectionWarning"]
 
 
 def is_private_step(step):
@@ -79,6 +112,28 @@ class LeakyPipelineWarning(UserWarning):
     """
 
 
+class NonPrivateSelectionWarning(UserWarning):
+    """A scikit-learn meta-estimator fits a dpsk model and learns from the data itself.
+
+    Emitted when a dpsk estimator's fit starts under ``GridSearchCV``,
+    ``RandomizedSearchCV``, the halving searches, ``RFECV``,
+    ``SequentialFeatureSelector``, ``TunedThresholdClassifierCV``,
+    ``CalibratedClassifierCV``, the stacking ensembles,
+    ``SelfTrainingClassifier``, or scikit-learn's cross-validation functions
+    (``cross_val_score``, ``cross_validate``, ``cross_val_predict``, the
+    validation and learning curves). Each fit of the dpsk model is charged, but
+    what the meta-estimator computes from the data around it (scores, the
+    choice made on them, calibrators, predictions for training rows) carries
+    no noise and is outside the differential-privacy guarantee. The text names
+    the meta-estimator and what it releases, and nothing of the data. It is
+    found by looking at the callers of the fit, as for
+    :class:`LeakyPipelineWarning`; a fit running in a worker process sees only
+    the worker's callers (scikit-learn's ``_fit_and_score`` and the like are
+    recognised there too, but a worker's warnings may not reach you), so fit
+    with ``n_jobs=None`` to be told.
+    """
+
+
 _SAFE_STRINGS = ("passthrough", "drop")
 
 _ADVICE = (
@@ -89,8 +144,16 @@ _ADVICE = (
     "min_frequency or max_categories; fill missing values with "
     "SimpleImputer(strategy='constant', fill_value=..., keep_empty_features=True) "
     "and MissingIndicator(features='all'); give a ColumnTransformer "
-    "sparse_threshold=0. Or fit the steps on public data."
+    "sparse_threshold=0 and a FunctionTransformer with an inverse "
+    "check_inverse=False. Do not wrap the private model in a scikit-learn "
+    "meta-estimator that learns around it (a search, a calibrator, bagging). Or fit "
+    "the steps on public data."
 )
+
+#: scikit-learn transformers whose fit reads the shape and dtype only (exact
+#: types: a subclass may learn). Checked against their fit source for 1.9.
+_SHAPE_ONLY = (GaussianRandomProjection, SparseRandomProjection, PolynomialFeatures,
+               PolynomialCountSketch, SkewedChi2Sampler)
 
 
 def _declared_safe_types():
@@ -98,7 +161,7 @@ def _declared_safe_types():
     # import it back at module load.
     from ..preprocessing import BoundedScaler, RowNormClipper
 
-    return (FunctionTransformer, RowNormClipper, BoundedScaler)
+    return (RowNormClipper, BoundedScaler)
 
 
 def _encoder_is_declared(encoder):
@@ -117,6 +180,29 @@ def _encoder_is_declared(encoder):
     return True
 
 
+def _function_is_declared(step):
+    """Whether a FunctionTransformer's fit is silent whatever the data.
+
+    Its fit round-trips sampled rows through ``func`` and ``inverse_func`` and
+    warns when they differ, exactly when this condition (scikit-learn's own)
+    holds: the warning would be one noise-free bit about the data.
+    """
+    return not (step.check_inverse and step.func is not None
+                and step.inverse_func is not None)
+
+
+def _reads_only_shape(step):
+    """Whether ``step``'s fit reads nothing of X but its shape and dtype."""
+    kind = type(step)
+    if kind in _SHAPE_ONLY:
+        return True
+    if kind is RBFSampler:
+        return not isinstance(step.gamma, str)  # "scale" reads the variance of X
+    if kind is SplineTransformer:
+        return not isinstance(step.knots, str)  # "uniform"/"quantile" read the data
+    return False
+
+
 def _declared_sklearn_step(step):
     """Whether ``step`` is a scikit-learn transformer whose declared parameters fix
     everything its fit stores (see the module docstring for the rules)."""
@@ -127,7 +213,7 @@ def _declared_sklearn_step(step):
                 and step.keep_empty_features and not step.add_indicator)
     if isinstance(step, MissingIndicator):
         return step.features == "all"
-    return False
+    return _reads_only_shape(step)
 
 
 def _learning_parts(name, step):
@@ -150,6 +236,8 @@ def _learning_parts(name, step):
     if isinstance(step, FeatureUnion):
         return [found for inner, sub in step.transformer_list
                 for found in _learning_parts(f"{name}__{inner}", sub)]
+    if isinstance(step, FunctionTransformer):  # tagged stateless, yet its fit may warn
+        return [] if _function_is_declared(step) else [name]
     if isinstance(step, _declared_safe_types()) or _declared_sklearn_step(step):
         return []
     try:
@@ -159,21 +247,93 @@ def _learning_parts(name, step):
     return [] if stateless else [name]
 
 
+# -- finding the private model at any depth ------------------------------------------
+
+
+def _parts(obj):
+    """``(name, part)`` for the estimators inside ``obj``, named as ``set_params`` does."""
+    if isinstance(obj, Pipeline):
+        return list(obj.steps)
+    if isinstance(obj, ColumnTransformer):
+        return [(name, part) for name, part, _ in obj.transformers] + [
+            ("remainder", obj.remainder)]
+    if isinstance(obj, FeatureUnion):
+        return list(obj.transformer_list)
+    if isinstance(obj, type) or not hasattr(obj, "get_params"):
+        return []
+    try:
+        params = obj.get_params(deep=False)
+    except Exception:  # an object that only looks like an estimator
+        return []
+    parts = []
+    for key, value in params.items():
+        if hasattr(value, "fit"):
+            parts.append((key, value))
+        elif isinstance(value, (list, tuple)):  # stacking and voting: (name, estimator)
+            parts += [(item[0], item[1]) for item in value
+                      if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+                      and hasattr(item[1], "fit")]
+    return parts
+
+
+def _holds_private(obj):
+    """Whether ``obj`` is, or holds at any depth, a dpsk estimator."""
+    return is_private_step(obj) or any(_holds_private(part) for _, part in _parts(obj))
+
+
+def _join(path, name):
+    return f"{path}__{name}" if path else name
+
+
+def _leaks_around(path, obj):
+    """The learning parts of ``obj`` (which holds a dpsk estimator), at every depth.
+
+    In a pipeline, the steps before the last one holding the private model are
+    checked and that one is searched in turn. In a column transformer or
+    feature union every other part sees the same rows, so each is checked. Any
+    other estimator that wraps the private model and is not itself private
+    learns around it (see the module docstring) and is reported by name.
+    """
+    if is_private_step(obj):
+        return []  # a dpsk estimator answers for what it wraps (DPGridSearch checks it)
+    parts = _parts(obj)
+    holders = {i for i, (_, part) in enumerate(parts) if _holds_private(part)}
+    if isinstance(obj, Pipeline):
+        last = max(holders)
+        found = [leak for name, part in parts[:last]
+                 for leak in _learning_parts(_join(path, name), part)]
+        return found + _leaks_around(_join(path, parts[last][0]), parts[last][1])
+    found = []
+    if not isinstance(obj, (ColumnTransformer, FeatureUnion)):
+        found.append(path or type(obj).__name__.lower())
+    for i, (name, part) in enumerate(parts):
+        sub = _join(path, name)
+        if i in holders:
+            found += _leaks_around(sub, part)
+        elif isinstance(obj, (ColumnTransformer, FeatureUnion)):
+            found += _learning_parts(sub, part)
+    if isinstance(obj, ColumnTransformer) and obj.sparse_threshold != 0:
+        found.append(f"{path} (sparse_threshold > 0)")
+    return found
+
+
 def check_pipeline(pipeline):
-    """Names of the steps before the final dpsk estimator that learn from the data.
+    """Names of the steps around the dpsk estimator that learn from the data.
 
     Parameters
     ----------
     pipeline : sklearn.pipeline.Pipeline
-        A pipeline (fitted or not) whose last dpsk estimator is the private
-        model. Steps nested in pipelines, column transformers and feature unions
+        A pipeline (fitted or not) holding a dpsk estimator at any depth: as a
+        step, in a nested pipeline, or inside a meta-estimator. Nested steps
         are reported as ``"outer__inner"``, the names ``set_params`` uses.
 
     Returns
     -------
     names : list of str
         Steps that learn from the training data without privacy, in pipeline
-        order; empty when the pipeline is DP-safe as far as can be checked.
+        order, and the scikit-learn meta-estimators that wrap the private model
+        (they learn around it); empty when the pipeline is DP-safe as far as
+        can be checked.
 
     Raises
     ------
@@ -200,13 +360,10 @@ def check_pipeline(pipeline):
     if not isinstance(pipeline, Pipeline):
         raise TypeError(f"pipeline must be a sklearn.pipeline.Pipeline, got "
                         f"{type(pipeline).__name__}.")
-    private = [i for i, (_, step) in enumerate(pipeline.steps)
-               if is_private_step(step)]
-    if not private:
+    if not _holds_private(pipeline):
         raise ValueError("The pipeline has no dpsk estimator, so none of it is "
                          "differentially private.")
-    return [found for name, step in pipeline.steps[:private[-1]]
-            for found in _learning_parts(name, step)]
+    return _leaks_around("", pipeline)
 
 
 def warn_if_pipeline_leaks(pipeline):
@@ -227,64 +384,153 @@ def warn_if_pipeline_leaks(pipeline):
     return names
 
 
-#: How far up the call stack a fit looks for the Pipelines that called it: each
-#: pipeline's ``fit`` and scikit-learn's ``_fit_context`` wrappers around them.
-_CALLER_FRAMES = 12
-_FIT_METHODS = frozenset({"fit", "fit_transform", "fit_predict"})
+# -- the fit-time look at the callers ------------------------------------------------
+
+_FIT_METHODS = frozenset({"fit", "fit_transform", "fit_predict", "_fit"})
+
+#: scikit-learn functions that fit a clone of an estimator and use it on the
+#: training rows, recognised by name in a worker process where the
+#: meta-estimator's own frame is absent. Each maps to a fixed text.
+_CV_FUNCTIONS = {
+    "_fit_and_score": (
+        "scikit-learn's cross-validation (cross_val_score, cross_validate, the "
+        "validation and learning curves, or a search) scores each fit of the dpsk "
+        "model on held-out training rows without noise: the scores, and whatever is "
+        "chosen from them, are outside the differential-privacy guarantee."),
+    "_fit_and_predict": (
+        "cross_val_predict (or a stacking ensemble) predicts each training row with "
+        "a dpsk model fitted on the other folds, without noise: those predictions "
+        "are functions of the rows themselves and are outside the guarantee."),
+    "_fit_classifier_calibrator_pair": (
+        "CalibratedClassifierCV fits calibrators on the dpsk model's predictions "
+        "for held-out training rows, without noise: the calibrators are outside "
+        "the guarantee."),
+}
 
 
-def _fitting_self(frame):
-    """The ``self`` of a frame running a ``fit`` method, else None.
+def _selection_kinds():
+    """(types, text) for the meta-estimators that learn around a dpsk model's fit."""
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.ensemble import StackingClassifier, StackingRegressor
+    from sklearn.feature_selection import RFECV, SequentialFeatureSelector
+    from sklearn.model_selection import TunedThresholdClassifierCV
+    from sklearn.model_selection._search import BaseSearchCV
+    from sklearn.semi_supervised import SelfTrainingClassifier
+
+    return (
+        ((BaseSearchCV, RFECV, SequentialFeatureSelector, TunedThresholdClassifierCV),
+         "{name} compares candidates (parameters, features or a threshold) by scores "
+         "computed on the training data without noise: its choice, its scores (such "
+         "as cv_results_ and best_score_) and the model refitted on that choice are "
+         "outside the differential-privacy guarantee, although each fit is charged. "
+         "Select with dpsk.model_selection.DPGridSearch, or score on public data."),
+        ((CalibratedClassifierCV,),
+         "{name} fits calibrators on the dpsk model's predictions for training rows, "
+         "without noise: the calibrators are outside the differential-privacy "
+         "guarantee. Calibrate a fitted model (FrozenEstimator) on public data."),
+        ((StackingClassifier, StackingRegressor),
+         "{name} trains its final estimator on cross-validated predictions of the "
+         "dpsk model for the training rows, without noise: the final estimator is "
+         "outside the differential-privacy guarantee."),
+        ((SelfTrainingClassifier,),
+         "{name} chooses the rows to pseudo-label from the dpsk model's predictions "
+         "on them, without noise: which rows it adds, and the models fitted on "
+         "them, are outside the differential-privacy guarantee."),
+    )
+
+
+_RESAMPLE_REFUSAL = (
+    "{name}(bootstrap=True) draws rows with replacement, so the sample a dpsk model "
+    "is fitted on can hold one row of your data several times. Each copy can move "
+    "the model, so by group privacy a fit on k copies of a row costs up to k times "
+    "its epsilon with respect to your data, which the ledger would not record. "
+    "Refused before anything was read or charged. Use bootstrap=False: sampling "
+    "without replacement (max_samples below 1.0 for subsamples) keeps each fit's "
+    "cost at its epsilon, and the ledger charges every fit."
+)
+
+
+def _is_resampling(obj):
+    """Whether ``obj`` is a bagging ensemble drawing rows with replacement."""
+    from sklearn.ensemble._bagging import BaseBagging
+
+    return isinstance(obj, BaseBagging) and bool(obj.bootstrap)
+
+
+def _frame_object(frame):
+    """The estimator a frame is fitting for (its ``self``, or bagging's ``ensemble``).
 
     The code object is read first: on Python 3.11, reading ``f_locals`` makes a
     snapshot that keeps the frame's locals alive, so it is read only for frames
-    that can be a pipeline's ``fit``.
+    that can matter.
     """
     code = frame.f_code
+    if code.co_name == "_parallel_build_estimators":  # bagging, also in a worker
+        return frame.f_locals.get("ensemble")
     if code.co_name not in _FIT_METHODS or code.co_varnames[:1] != ("self",):
         return None
     return frame.f_locals.get("self")
 
 
-def _calling_pipelines(estimator):
-    """The plain Pipelines, innermost first, whose ``fit`` is fitting ``estimator``.
+def _from_sklearn(frame):
+    return frame.f_globals.get("__name__", "").startswith("sklearn.")
 
-    A dpsk estimator is handed already-transformed data and no reference to the
-    pipeline around it, so the only way to see an earlier step is to look at
-    the callers: the frames of ``fit`` methods whose ``self`` is a Pipeline
-    holding ``estimator`` (or the pipeline found so far) as one of its steps.
-    That reads object identities and nothing of the data.
+
+def _calling_context(estimator):
+    """What is fitting ``estimator``: the Pipelines holding it, and meta-estimators.
+
+    A dpsk estimator is handed already-transformed data and no reference to what
+    called it, so the only way to see an earlier step or a search around it is
+    to look at the callers, all the way up: reading object identities, types
+    and parameters, never the data. The walk stops at an enclosing dpsk fit
+    (a DPGridSearch fitting its candidates), whose own look covers what is
+    above it.
 
     Returns
     -------
     chain : list of (Pipeline, int)
-        Each pipeline with the index of the step that holds ``estimator``
-        (itself or through the inner pipelines).
+        Each pipeline (innermost first) with the index of the step that holds
+        ``estimator`` (itself or through the inner pipelines).
+    metas : list of (object, str or None)
+        Meta-estimators (or, in a worker, scikit-learn's fitting functions, as
+        ``(None, function name)``) around the fit, innermost first.
     stacklevel : int
         For :func:`warnings.warn` called by this function's caller: the first
-        frame above the outermost pipeline outside scikit-learn, joblib and dpsk,
-        i.e. the user's ``fit`` call.
+        frame above the outermost one found outside scikit-learn, joblib and
+        dpsk, i.e. the user's ``fit`` call.
     """
-    frame, level, found = sys._getframe(1), 1, None
-    chain, child = [], estimator
-    for _ in range(_CALLER_FRAMES):
+    frame, level, outermost = sys._getframe(1), 1, None
+    chain, metas, child = [], [], estimator
+    while True:
         frame, level = frame.f_back, level + 1
         if frame is None:
             break
-        caller = _fitting_self(frame)
-        if not isinstance(caller, Pipeline):
+        name = frame.f_code.co_name
+        if name in _CV_FUNCTIONS and _from_sklearn(frame):
+            metas.append((None, name))
+            outermost = (frame, level)
             continue
-        index = next((i for i, (_, step) in enumerate(caller.steps) if step is child), None)
-        if index is not None:
-            chain.append((caller, index))
-            child, found = caller, (frame, level)
-    if found is None:
-        return [], 0
-    frame, level = found
+        caller = _frame_object(frame)
+        if caller is None or caller is estimator:
+            continue
+        if is_private_step(caller):
+            break
+        if isinstance(caller, Pipeline):
+            index = next((i for i, (_, step) in enumerate(caller.steps) if step is child),
+                         None)
+            if index is not None:
+                chain.append((caller, index))
+                child, outermost = caller, (frame, level)
+        elif all(caller is not seen for seen, _ in metas):
+            metas.append((caller, None))
+            outermost = (frame, level)
+    if outermost is None:
+        return [], [], 0
+    frame, level = outermost
     while frame.f_back is not None and frame.f_globals.get("__name__", "").split(".")[0] in (
             "sklearn", "dpsk", "joblib"):
         frame, level = frame.f_back, level + 1
-    return chain, level
+    return chain, metas, level
 
 
 def _leaks_in_chain(chain):
@@ -302,16 +548,45 @@ def _leaks_in_chain(chain):
     return names
 
 
-def warn_from_calling_pipeline(estimator):
-    """Warn once, at fit time, if the Pipelines fitting ``estimator`` leak.
+def _selection_texts(metas):
+    """The fixed texts for the meta-estimators in ``metas`` that learn around the fit."""
+    texts = []
+    for obj, function in metas:
+        if obj is None:
+            continue
+        for types, text in _selection_kinds():
+            if isinstance(obj, types):
+                texts.append(text.format(name=type(obj).__name__))
+    if not texts:  # in a worker: only scikit-learn's fitting functions are visible
+        texts = [_CV_FUNCTIONS[function] for obj, function in metas if obj is None]
+    return list(dict.fromkeys(texts))
 
-    Called by every dpsk fit before it reads the data. The warning names the
-    learning steps (public parameters only), as :func:`warn_if_pipeline_leaks`.
+
+def warn_from_calling_pipeline(estimator):
+    """Look at what is fitting ``estimator`` and warn, or refuse, before it reads data.
+
+    Called by every dpsk fit before it reads the data or spends anything:
+
+    * a bagging ensemble drawing rows with replacement around it is refused
+      (``ValueError``, free): a row drawn k times costs up to k epsilon;
+    * Pipelines whose steps before it learn from the data give one
+      :class:`LeakyPipelineWarning` naming them, at any depth;
+    * scikit-learn's searches, calibrators, stacking, self-training and
+      cross-validation functions give one :class:`NonPrivateSelectionWarning`
+      naming what they release outside the guarantee.
+
+    Every text is a function of types and parameters only.
     """
-    chain, stacklevel = _calling_pipelines(estimator)
+    chain, metas, stacklevel = _calling_context(estimator)
+    for obj, _ in metas:
+        if _is_resampling(obj):
+            raise ValueError(_RESAMPLE_REFUSAL.format(name=type(obj).__name__))
     names = _leaks_in_chain(chain)
     if names:
         warnings.warn(_leak_message(names), LeakyPipelineWarning, stacklevel=stacklevel)
+    texts = _selection_texts(metas)
+    if texts:
+        warnings.warn(" ".join(texts), NonPrivateSelectionWarning, stacklevel=stacklevel)
 
 
 def _leak_message(names):

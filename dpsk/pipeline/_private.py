@@ -7,13 +7,28 @@ fitted. :class:`PrivatePipeline` runs :func:`dpsk.check_pipeline` before any
 step is fitted, and can refuse instead (``strict=True``). The check reads only
 the steps' types and parameters, so the warning (or error) it gives depends on
 nothing but public parameters.
+
+The steps before the private model are scikit-learn's, and their refusals can
+quote the data (``OneHotEncoder``: ``Found unknown categories ['<cell>'] in
+column 0``). The analyst sees exceptions, so :class:`PrivatePipeline` replaces
+an exception raised by such a step with a fixed one naming the step and the
+exception's type only. A plain Pipeline cannot be helped: its steps fail before
+the dpsk model is called.
 """
 
 import warnings
 
 from sklearn.pipeline import Pipeline
+from sklearn.utils._param_validation import InvalidParameterError
 
-from ._check import LeakyPipelineWarning, _leak_message, check_pipeline
+from ._check import (
+    LeakyPipelineWarning,
+    _frame_object,
+    _holds_private,
+    _leak_message,
+    check_pipeline,
+    is_private_step,
+)
 
 __all__ = ["PrivatePipeline", "make_private_pipeline"]
 
@@ -25,8 +40,13 @@ class PrivatePipeline(Pipeline):
     step sees data, :func:`dpsk.check_pipeline` lists the steps before the last
     dpsk estimator that learn from the training data. If there are any, a
     ``UserWarning`` names them (or, with ``strict=True``, a ``ValueError`` is
-    raised and nothing is fitted or charged). Otherwise it behaves exactly as a
-    :class:`~sklearn.pipeline.Pipeline`.
+    raised and nothing is fitted or charged). Otherwise it behaves as a
+    :class:`~sklearn.pipeline.Pipeline`, except that an exception raised by a
+    step other than the dpsk estimator is replaced by one of the same kind
+    (``ValueError``, ``TypeError``, else ``RuntimeError``) whose message names
+    the step and nothing else, with no cause or context attached: scikit-learn's
+    messages can quote a training value. Invalid parameters are reported as
+    usual (their messages quote parameters only).
 
     Parameters
     ----------
@@ -77,17 +97,74 @@ class PrivatePipeline(Pipeline):
     def fit(self, X, y=None, **params):
         """Check the steps (see the class docstring), then fit as a Pipeline."""
         self._check_private()
-        return super().fit(X, y, **params)
+        return self._quietly(super().fit, X, y, params)
 
     def fit_transform(self, X, y=None, **params):
         """Check the steps (see the class docstring), then fit_transform as a Pipeline."""
         self._check_private()
-        return super().fit_transform(X, y, **params)
+        return self._quietly(super().fit_transform, X, y, params)
 
     def fit_predict(self, X, y=None, **params):
         """Check the steps (see the class docstring), then fit_predict as a Pipeline."""
         self._check_private()
-        return super().fit_predict(X, y, **params)
+        return self._quietly(super().fit_predict, X, y, params)
+
+    def _quietly(self, fit, X, y, params):
+        """Run ``fit``; replace a step's exception by one that quotes nothing.
+
+        Exceptions that passed through a dpsk estimator's fit are its own (it
+        refuses with fixed messages, or charges and raises
+        :class:`dpsk.PrivateFitError`) and go through unchanged.
+        """
+        try:
+            return fit(X, y, **params)
+        except InvalidParameterError:
+            raise
+        except Exception as exc:
+            if _through_private_fit(exc.__traceback__):
+                raise
+            kind = (ValueError if isinstance(exc, ValueError) else
+                    TypeError if isinstance(exc, TypeError) else RuntimeError)
+            index, name = _failing_step(self, exc.__traceback__)
+        # Raised outside the except block: no __context__ holds the original.
+        raise kind(self._refusal(index, name, kind))
+
+    def _refusal(self, index, name, kind):
+        """The fixed message for a step's exception: step name and kind only."""
+        step = f"Step {name!r}" if name is not None else "A step"
+        holder = max(i for i, (_, part) in enumerate(self.steps) if _holds_private(part))
+        when = (" before the private model's fit started, so nothing was charged"
+                if index is not None and index < holder else "")
+        return (f"{step} of the PrivatePipeline raised a {kind.__name__}{when}. "
+                "Its message is not shown, because scikit-learn's messages can quote "
+                "a training value (an undeclared category, say). Check the data "
+                "against what the step declares (categories, dtypes, columns), or fit "
+                "the step alone on data you may look at to see the message.")
+
+
+def _through_private_fit(traceback):
+    """Whether an exception's traceback passes through a dpsk estimator's fit."""
+    while traceback is not None:
+        if is_private_step(_frame_object(traceback.tb_frame)):
+            return True
+        traceback = traceback.tb_next
+    return False
+
+
+def _failing_step(pipeline, traceback):
+    """``(index, name)`` of the step of ``pipeline`` being fitted when it raised.
+
+    Read from scikit-learn's ``Pipeline._fit`` loop, whose locals hold the
+    step's index and name; ``(None, None)`` when no such frame is found.
+    """
+    while traceback is not None:
+        frame = traceback.tb_frame
+        if frame.f_code.co_name == "_fit" and frame.f_locals.get("self") is pipeline:
+            index, name = frame.f_locals.get("step_idx"), frame.f_locals.get("name")
+            if isinstance(index, int) and isinstance(name, str):
+                return index, name
+        traceback = traceback.tb_next
+    return None, None
 
 
 def make_private_pipeline(*steps, strict=False, memory=None, transform_input=None,
