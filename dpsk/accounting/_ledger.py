@@ -308,7 +308,7 @@ class BudgetAccountant:
         """Raise the refusal of ``new`` after ``events``, quoting what was compared."""
         eps, delta = self._spent(new)
         what = (f"this release (epsilon={eps:g}, delta={delta:g})" if len(new) == 1 else
-                f"a batch of {len(new)} releases (epsilon={eps:g}, delta={delta:g} added up)")
+                f"a batch of {len(new)} releases (epsilon={eps:g}, delta={delta:g} in sum)")
         budget = f"(epsilon={self._epsilon:g}, delta={self._delta:g})"
         renyi = self._renyi_filter()
         if renyi is None:
@@ -323,8 +323,10 @@ class BudgetAccountant:
                         f"{after_pair:g} of the {renyi.approx_delta:g} set apart for them")
         left_eps, left_delta = self._remaining(events)
         raise BudgetExceededError(
-            f"Privacy budget exceeded: {compared}, over the budget {budget}. Nothing was "
-            f"spent. Remaining: epsilon={left_eps:g}, delta={left_delta:g}"
+            f"Privacy budget exceeded: {compared}, over the budget {budget}. "
+            + ("Nothing in the batch was recorded: nothing was spent. " if len(new) > 1
+               else "Nothing was spent. ")
+            + f"Remaining: epsilon={left_eps:g}, delta={left_delta:g}"
             + (" (the largest pure release that still fits, and the delta left for "
                "approximate-DP releases)." if renyi is not None else ".")
         )
