@@ -249,6 +249,15 @@ def test_renyi_curves_bound_the_known_ones():
     p, q = _rr(0.7)
     direct = math.log(p ** 3 * q ** -2 + q ** 3 * p ** -2) / 2
     assert randomized_response_renyi(0.7, 3.0) == pytest.approx(direct, rel=1e-12)
+    # Laplace at scale 1/eps, shift 1: the integral of p^alpha q^(1-alpha).
+    from scipy.integrate import quad
+
+    eps, alpha = 0.7, 3.0
+    density = lambda x, m: eps / 2 * math.exp(-eps * abs(x - m))  # noqa: E731
+    integral = sum(quad(lambda x: density(x, 1) ** alpha * density(x, 0) ** (1 - alpha),
+                        a, b)[0] for a, b in [(-50, 0), (0, 1), (1, 50)])
+    assert laplace_renyi(eps, alpha) == pytest.approx(math.log(integral) / (alpha - 1),
+                                                      rel=1e-7)
 
 
 def test_many_small_releases_fit_beyond_basic_composition():

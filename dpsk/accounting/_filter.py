@@ -34,7 +34,7 @@ Theorem (proved in ``docs/accounting.rst``, "The privacy filter"): every
 interaction in which an analyst chooses each release after seeing the outputs
 of the earlier ones, and runs only releases this rule accepts, is
 ``(epsilon_B, delta_B)``-DP. It builds on the Renyi filter of Feldman and Zrnic
-(2021, "Individual privacy accounting via a Renyi filter", Theorem 3.1): at one
+(2021, "Individual privacy accounting via a Renyi filter"): at one
 fixed order, adaptively chosen releases whose curves add up to at most ``B``
 are ``(alpha, B)``-Renyi DP. Several orders may be combined only because each
 order pays for itself out of ``delta_R`` (its weight ``w_alpha``); the
@@ -69,7 +69,7 @@ def randomized_response_renyi(epsilon, alpha):
     pair (Kairouz, Oh and Viswanath 2015, Theorem 3.2 with delta = 0), and Renyi
     divergence cannot grow under post-processing, so it bounds the Renyi
     divergence of every ``epsilon``-DP mechanism. It is below both ``epsilon``
-    and ``alpha epsilon^2 / 2`` (Bun and Steinke 2016, Proposition 3.3).
+    and ``alpha epsilon^2 / 2`` (Bun and Steinke 2016, Proposition 1.4).
     """
     if epsilon == 0:
         return 0.0
@@ -80,8 +80,9 @@ def randomized_response_renyi(epsilon, alpha):
 
 def laplace_renyi(epsilon, alpha):
     r"""Renyi divergence of order ``alpha`` of the Laplace mechanism with scale
-    ``sensitivity / epsilon`` (Mironov 2017, "Renyi differential privacy",
-    Proposition 6): ``(1/(alpha-1)) log(alpha/(2 alpha - 1) e^{(alpha-1) eps}
+    ``sensitivity / epsilon`` (Mironov 2017, "Renyi differential privacy", the
+    table of basic mechanisms; checked by numerical integration in the tests):
+    ``(1/(alpha-1)) log(alpha/(2 alpha - 1) e^{(alpha-1) eps}
     + (alpha-1)/(2 alpha - 1) e^{-alpha eps})``."""
     first = math.log(alpha / (2.0 * alpha - 1.0)) + (alpha - 1.0) * epsilon
     second = math.log((alpha - 1.0) / (2.0 * alpha - 1.0)) - alpha * epsilon
@@ -117,7 +118,7 @@ def _event_terms(event):
 
     if isinstance(event, GaussianEvent):
         # Renyi divergence of N(0, s^2) and N(1, s^2) is alpha / (2 s^2),
-        # exactly (Mironov 2017, Proposition 7).
+        # exactly (Mironov 2017, the table of basic mechanisms).
         sigma2 = event.noise_multiplier ** 2
         return tuple(alpha / (2.0 * sigma2) for alpha in ORDERS), math.inf, 0.0
     eps = event.epsilon
