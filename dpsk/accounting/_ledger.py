@@ -465,7 +465,11 @@ class BudgetAccountant:
             composition theorem of Kairouz, Oh and Viswanath (2015, Theorem
             3.5); ``"pld"`` (privacy loss distributions) and ``"rdp"`` (Renyi
             DP) use the optional ``dp-accounting`` package. Every method gives a
-            valid guarantee; the smaller of it and basic composition is returned.
+            valid guarantee for the recorded releases read as a sequence fixed
+            in advance; the smaller of it and basic composition is returned.
+            When releases were chosen after seeing earlier outputs, the
+            guarantee is the budget the ledger enforced (basic composition or
+            the privacy filter, see ``composition``), not this report.
         delta : float, optional
             The total delta at which tighter methods state epsilon, in [0, 1).
             Defaults to the budget's ``delta``. Ignored by ``"basic"``.
