@@ -30,9 +30,10 @@ accepted when
    (``S_alpha`` the sum of the curves, ``c_alpha = (1 - 1/alpha)^(alpha-1) / alpha``;
    ``e_inf = S_inf``) is at most ``epsilon_B``.
 
-Theorem (proved in ``docs/accounting.rst``, "The privacy filter"): every
-interaction in which an analyst chooses each release after seeing the outputs
-of the earlier ones, and runs only releases this rule accepts, is
+Theorem (proved in ``docs/accounting.rst``, "Enforcing a budget: the privacy
+filter"): every interaction in which an analyst chooses each release after
+seeing the outputs of the earlier ones, and runs only releases this rule
+accepts, is
 ``(epsilon_B, delta_B)``-DP. It builds on the Renyi filter of Feldman and Zrnic
 (2021, "Individual privacy accounting via a Renyi filter"): at one
 fixed order, adaptively chosen releases whose curves add up to at most ``B``
