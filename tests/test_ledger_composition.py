@@ -148,7 +148,11 @@ def test_budget_enforced_under_tighter_composition(composition):
         spent += 1
         assert spent < 1000
     assert spent > round(3.0 / step)  # where basic composition would stop
-    assert acc.total(composition)[0] <= 3.0 * (1 + 1e-9)
+    # The filter enforces (tests/test_privacy_filter.py); the closed-form
+    # advanced total reports, and is looser than the filter for many releases.
+    assert acc._renyi_filter().state(acc.events)[0] <= 3.0 * (1 + 1e-9)
+    if composition == "pld":
+        assert acc.total(composition)[0] <= 3.0 * (1 + 1e-9)
     assert acc.total()[0] > 3.0
     assert acc.remaining()[0] < step
     with pytest.raises(BudgetExceededError):

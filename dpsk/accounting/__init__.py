@@ -3,11 +3,12 @@
 One job: record privacy events and enforce budgets. :class:`BudgetAccountant`
 (``_ledger``) holds the events of one budget and checks each new spend;
 ``_events`` defines the events a release records; ``_composition`` adds them up
-(basic, advanced, PLD, RDP); ``_profiles`` holds the basic mechanisms' privacy
-profiles; ``_journal`` keeps one ledger's events in a file shared by processes,
-threads and machines; ``_context`` decides which ledger ``accountant=None``
-means. This wing imports nothing else from dpsk. The public names are also
-exported from :mod:`dpsk`.
+(basic, advanced, PLD, RDP) for reporting; ``_filter`` is the privacy filter
+that enforces a budget under a non-basic ``composition``; ``_profiles`` holds
+the basic mechanisms' privacy profiles; ``_journal`` keeps one ledger's
+events in a file shared by processes, threads and machines; ``_context``
+decides which ledger ``accountant=None`` means. This wing imports nothing
+else from dpsk. The public names are also exported from :mod:`dpsk`.
 """
 
 from ._context import default_accountant

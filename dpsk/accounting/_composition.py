@@ -2,9 +2,12 @@
 
 Every function here takes a sequence of :class:`~dpsk.accounting._events.PrivacyEvent` and a
 target total ``delta`` and returns an ``epsilon`` such that running all the
-releases (adaptively, each chosen after seeing the earlier ones) is
-``(epsilon, delta)``-DP. ``math.inf`` means the method gives no bound at that
-``delta``.
+releases is ``(epsilon, delta)``-DP when the sequence of events is fixed in
+advance (each mechanism may still depend on the earlier outputs, its privacy
+parameters may not). ``math.inf`` means the method gives no bound at that
+``delta``. These totals are reports: a budget is enforced with the privacy
+filter of :mod:`dpsk.accounting._filter`, which is valid when the parameters
+too are chosen after seeing outputs.
 
 Methods
 -------

@@ -8,8 +8,11 @@ Semantics
   returns the ledger itself.
 * It records one :class:`~dpsk.PrivacyEvent` per release. ``total()`` is basic
   composition (the ``(epsilon, delta)`` pairs add up); ``total(method=...)``
-  gives tighter totals (:mod:`dpsk.accounting._composition`), and
-  ``composition=...`` enforces the budget under one of them.
+  gives tighter totals (:mod:`dpsk.accounting._composition`) for reporting.
+  ``composition=...`` other than ``"basic"`` enforces the budget with the
+  privacy filter of :mod:`dpsk.accounting._filter`, which stays valid when
+  each release is chosen after seeing the earlier outputs; the tight totals
+  are not (they assume parameters fixed in advance).
 * ``check`` happens before any data is touched; ``spend`` records a release.
 * Copies in other processes (pickled into joblib workers, or inherited by a
   forked child) check and spend through a journal file (:mod:`dpsk.accounting._journal`),
@@ -33,6 +36,7 @@ from . import _context
 from ._composition import _check_method, compose_epsilon
 from ._context import default_accountant
 from ._events import _KINDS, PrivacyEvent, _as_event
+from ._filter import RenyiFilter
 from ._journal import LedgerUnreachableError, _Journal, _remove_owned
 
 __all__ = [
@@ -134,10 +138,20 @@ class BudgetAccountant:
         records), and 0 otherwise (pure epsilon-DP releases only).
     composition : {"basic", "advanced", "pld", "rdp"}, default="basic"
         How the budget is enforced. ``"basic"`` adds costs up. The others
-        accept a release when the *composed* guarantee of all releases, at the
-        budget's ``delta``, stays within the budget's ``epsilon`` (see
-        :meth:`total`); ``"pld"`` and ``"rdp"`` need the optional
-        ``dp-accounting`` package (``pip install dpsk[accounting]``).
+        enforce it with a Renyi privacy filter (Feldman and Zrnic 2021,
+        extended to several orders and approximate-DP releases; proof in
+        docs/accounting.rst), valid when releases are chosen adaptively. Many
+        small releases then fit where basic composition stops; a few large
+        Gaussian or approximate-DP releases may fit less. The value also names
+        the tight method for reporting: ``total(composition)`` states it for
+        the recorded sequence, which is valid only had that sequence been fixed
+        in advance. ``"pld"`` and ``"rdp"`` need the optional ``dp-accounting``
+        package (``pip install dpsk[accounting]``) for that report.
+    approx_delta : float or None, default=None
+        Under a filter, the share of ``delta`` fixed in advance for the deltas
+        of approximate-DP releases (:class:`~dpsk.ApproxDPEvent`), which add
+        up; the rest pays for the Renyi part. None means half of ``delta``.
+        In [0, delta]. Ignored under ``"basic"``.
 
     Attributes
     ----------
@@ -175,7 +189,8 @@ class BudgetAccountant:
     [PureDPEvent(epsilon=0.25, mechanism='generic'), PureDPEvent(epsilon=0.25, mechanism='generic')]
     """
 
-    def __init__(self, epsilon=float("inf"), delta=None, *, composition="basic"):
+    def __init__(self, epsilon=float("inf"), delta=None, *, composition="basic",
+                 approx_delta=None):
         if delta is None:
             # A ledger with no epsilon limit only records: it must not refuse an
             # (epsilon, delta) release either. With an epsilon limit, no delta
@@ -197,6 +212,8 @@ class BudgetAccountant:
             delta = float("inf")
         self._epsilon, self._delta = epsilon, delta
         self._composition = composition
+        self._approx_delta = self._check_approx_delta(approx_delta)
+        self._filter = None
         self._events = []
         self._journal = None
         self._home_pid = os.getpid()
@@ -215,8 +232,40 @@ class BudgetAccountant:
 
     @property
     def composition(self):
-        """The composition method the budget is enforced under."""
+        """The composition method named at construction (see ``composition``)."""
         return self._composition
+
+    @property
+    def approx_delta(self):
+        """Under a filter, the share of ``delta`` for approximate-DP releases (else None)."""
+        return self._approx_delta
+
+    def _check_approx_delta(self, approx_delta):
+        if self._composition == "basic" or not math.isfinite(self._epsilon):
+            return None
+        if approx_delta is None:
+            return self._delta / 2.0
+        if isinstance(approx_delta, bool) or not isinstance(approx_delta, Real):
+            raise ValueError(f"approx_delta must be a real number, got {approx_delta!r}.")
+        approx_delta = float(approx_delta)
+        if math.isnan(approx_delta) or not 0.0 <= approx_delta <= self._delta:
+            raise ValueError(
+                f"approx_delta must be in [0, delta] = [0, {self._delta:g}], got "
+                f"{approx_delta!r}."
+            )
+        return approx_delta
+
+    def _renyi_filter(self):
+        """The filter enforcing this budget, or None under basic composition.
+
+        A function of the public budget only, so every copy of the ledger (in
+        any process) enforces the same one.
+        """
+        if self._approx_delta is None:
+            return None
+        if self._filter is None:
+            self._filter = RenyiFilter(self._epsilon, self._delta, self._approx_delta)
+        return self._filter
 
     # -- the ledger ---------------------------------------------------------------
     @contextmanager
@@ -242,27 +291,44 @@ class BudgetAccountant:
                 )
             yield self._events, self._events.append
 
-    def _fits(self, events, event):
-        eps = math.fsum([e.epsilon for e in events] + [event.epsilon])
-        delta = math.fsum([e.delta for e in events] + [event.delta])
+    def _fits(self, events, new):
+        """Whether the releases ``events`` followed by ``new`` (a list) may all run."""
+        combined = list(events) + list(new)
+        renyi = self._renyi_filter()
+        if renyi is not None:
+            # No "or basic composition fits": taking the better of two rules
+            # after seeing the outputs is exactly what a filter must not do.
+            return renyi.accepts(combined)
+        eps, delta = self._spent(combined)
         limit_eps = self._epsilon * (1 + _BUDGET_RTOL) + 1e-15
         limit_delta = self._delta * (1 + _BUDGET_RTOL) + 1e-15
-        if eps <= limit_eps and delta <= limit_delta:
-            return True
-        if self._composition == "basic":
-            return False
-        tight = compose_epsilon(list(events) + [event], self._composition, self._delta)
-        return math.isfinite(tight) and tight <= limit_eps
+        return eps <= limit_eps and delta <= limit_delta
 
-    def _raise_exceeded(self, events, event):
-        eps, delta = event.cost
-        spent_eps, spent_delta = self._spent(events)
-        how = "" if self._composition == "basic" else f" under {self._composition!r} composition"
+    def _raise_exceeded(self, events, new):
+        """Raise the refusal of ``new`` after ``events``, quoting what was compared."""
+        eps, delta = self._spent(new)
+        what = (f"this release (epsilon={eps:g}, delta={delta:g})" if len(new) == 1 else
+                f"a batch of {len(new)} releases (epsilon={eps:g}, delta={delta:g} in sum)")
+        budget = f"(epsilon={self._epsilon:g}, delta={self._delta:g})"
+        renyi = self._renyi_filter()
+        if renyi is None:
+            after_eps, after_delta = self._spent(list(events) + list(new))
+            compared = (f"by basic composition, {len(events)} earlier releases and "
+                        f"{what} add up to (epsilon={after_eps:g}, delta={after_delta:g})")
+        else:
+            after_eps, after_pair = renyi.state(list(events) + list(new))
+            compared = (f"under the Renyi privacy filter (composition={self._composition!r}), "
+                        f"{len(events)} earlier releases and {what} would be certified at "
+                        f"epsilon={after_eps:g} with approximate-DP deltas adding up to "
+                        f"{after_pair:g} of the {renyi.approx_delta:g} set apart for them")
+        left_eps, left_delta = self._remaining(events)
         raise BudgetExceededError(
-            f"Privacy budget exceeded{how}: this release costs (epsilon={eps:g}, "
-            f"delta={delta:g}) but the budget is (epsilon={self._epsilon:g}, "
-            f"delta={self._delta:g}) and {len(events)} earlier releases already spent "
-            f"(epsilon={spent_eps:g}, delta={spent_delta:g}) by basic composition."
+            f"Privacy budget exceeded: {compared}, over the budget {budget}. "
+            + ("Nothing in the batch was recorded: nothing was spent. " if len(new) > 1
+               else "Nothing was spent. ")
+            + f"Remaining: epsilon={left_eps:g}, delta={left_delta:g}"
+            + (" (the largest pure release that still fits, and the delta left for "
+               "approximate-DP releases)." if renyi is not None else ".")
         )
 
     def _spent(self, events):
@@ -299,8 +365,8 @@ class BudgetAccountant:
         """
         event = self._event(epsilon, delta)
         with self._ledger() as (events, _):
-            if not self._fits(events, event):
-                self._raise_exceeded(events, event)
+            if not self._fits(events, [event]):
+                self._raise_exceeded(events, [event])
         return True
 
     def spend(self, epsilon, delta=0.0):
@@ -336,8 +402,8 @@ class BudgetAccountant:
         """
         event = self._event(epsilon, delta)
         with self._ledger() as (events, append):
-            if not self._fits(events, event):
-                self._raise_exceeded(events, event)
+            if not self._fits(events, [event]):
+                self._raise_exceeded(events, [event])
             append(event)
         _warn_if_weak(event.epsilon, event.delta, "A release")
         return self
@@ -348,8 +414,8 @@ class BudgetAccountant:
         The whole batch is checked against the budget and recorded under one
         hold of the ledger's lock (a file lock for a shared ledger), so a
         concurrent spender cannot take part of the budget between two of its
-        events. Every composition method's total grows with every event, so the
-        batch fits exactly when its last event fits after the others.
+        events. Basic composition and the filter only grow with every event, so
+        the batch fits exactly when all of it fits after the recorded releases.
 
         Parameters
         ----------
@@ -370,17 +436,8 @@ class BudgetAccountant:
         if not batch:
             return self
         with self._ledger() as (recorded, append):
-            if not self._fits(list(recorded) + batch[:-1], batch[-1]):
-                eps = math.fsum(e.epsilon for e in batch)
-                delta = math.fsum(e.delta for e in batch)
-                spent_eps, spent_delta = self._spent(recorded)
-                raise BudgetExceededError(
-                    f"Privacy budget exceeded: a batch of {len(batch)} releases costing "
-                    f"(epsilon={eps:g}, delta={delta:g}) by basic composition does not fit "
-                    f"the budget (epsilon={self._epsilon:g}, delta={self._delta:g}) after "
-                    f"{len(recorded)} earlier releases spent (epsilon={spent_eps:g}, "
-                    f"delta={spent_delta:g}). Nothing in the batch was recorded."
-                )
+            if not self._fits(recorded, batch):
+                self._raise_exceeded(recorded, batch)
             for event in batch:
                 append(event)
         worst = max(batch, key=lambda e: (e.epsilon, e.delta))
@@ -408,7 +465,11 @@ class BudgetAccountant:
             composition theorem of Kairouz, Oh and Viswanath (2015, Theorem
             3.5); ``"pld"`` (privacy loss distributions) and ``"rdp"`` (Renyi
             DP) use the optional ``dp-accounting`` package. Every method gives a
-            valid guarantee; the smaller of it and basic composition is returned.
+            valid guarantee for the recorded releases read as a sequence fixed
+            in advance; the smaller of it and basic composition is returned.
+            When releases were chosen after seeing earlier outputs, the
+            guarantee is the budget the ledger enforced (basic composition or
+            the privacy filter, see ``composition``), not this report.
         delta : float, optional
             The total delta at which tighter methods state epsilon, in [0, 1).
             Defaults to the budget's ``delta``. Ignored by ``"basic"``.
@@ -452,16 +513,18 @@ class BudgetAccountant:
     def remaining(self):
         """Return the headroom ``(epsilon, delta)`` left in the budget (never negative).
 
-        Under basic composition this is the budget minus :meth:`total`. Under a
-        tighter ``composition`` it is the budget's epsilon minus the composed
-        epsilon at the budget's delta; the next release may cost more than that
-        and still fit, because costs compose sub-additively there.
+        Under basic composition this is the budget minus :meth:`total`. Under
+        the filter (``composition`` other than ``"basic"``) it is the largest
+        epsilon of one more generic pure-DP release the filter accepts, and the
+        delta left of ``approx_delta`` for approximate-DP releases.
         """
-        if self._composition == "basic":
-            eps, delta = self.total()
-        else:
-            eps = self.total(self._composition)[0]
-            delta = self._spent(self.events)[1]
+        return self._remaining(self.events)
+
+    def _remaining(self, events):
+        renyi = self._renyi_filter()
+        if renyi is not None:
+            return renyi.remaining(events)
+        eps, delta = self._spent(events)
         return (max(self._epsilon - eps, 0.0), max(self._delta - delta, 0.0))
 
     def _reachable(self):
@@ -510,12 +573,18 @@ class BudgetAccountant:
         with self._lock:
             self._share()
         return {"epsilon": self._epsilon, "delta": self._delta,
-                "composition": self._composition, "journal": self._journal}
+                "composition": self._composition, "approx_delta": self._approx_delta,
+                "journal": self._journal}
 
     def __setstate__(self, state):
         # No I/O here: loading a model must work even when its ledger is gone.
         self._epsilon, self._delta = state["epsilon"], state["delta"]
         self._composition = state.get("composition", "basic")
+        # Pickles from before the filter carry no share: the default one.
+        self._approx_delta = state.get("approx_delta")
+        if self._approx_delta is None:
+            self._approx_delta = self._check_approx_delta(None)
+        self._filter = None
         journal = state["journal"]
         if isinstance(journal, str):
             # Saved by dpsk 0.1.0.dev0 before journals named their owner: it
@@ -531,6 +600,8 @@ class BudgetAccountant:
         head = f"BudgetAccountant(epsilon={self._epsilon!r}, delta={self._delta!r}"
         if self._composition != "basic":
             head += f", composition={self._composition!r}"
+            if self._approx_delta is not None:
+                head += f", approx_delta={self._approx_delta:g}"
         try:
             events = self.events
         except LedgerUnreachableError:
