@@ -352,3 +352,44 @@ def test_a_copy_in_another_process_enforces_the_same_filter():
     assert acc.events == [PureDPEvent(0.25), PureDPEvent(0.5)]
     with pytest.raises(BudgetExceededError):
         acc.spend(ApproxDPEvent(0.0, 1e-6))
+
+
+# -- a first release may use its own exact guarantee ------------------------------------
+class _LedgerRule:
+    """The ledger's own decision for a whole sequence (the filter, or a lone first
+    release that fits by itself)."""
+
+    def __init__(self, ledger):
+        self.ledger = ledger
+
+    def accepts(self, events):
+        return self.ledger._fits(events[:-1], events[-1:])
+
+
+def test_a_first_release_at_the_whole_budget_fits_and_nothing_after_it():
+    from dpsk.mechanisms._noise import analytic_gaussian_sigma
+
+    acc = BudgetAccountant(epsilon=1.0, delta=1e-6, composition="pld")
+    whole = GaussianEvent(analytic_gaussian_sigma(1.0, 1e-6, 1.0), 1e-6)
+    assert not acc._renyi_filter().accepts([whole])  # the filter alone would refuse it
+    acc.spend(whole)
+    with pytest.raises(BudgetExceededError, match="Nothing was spent"):
+        acc.check(PureDPEvent(0.001))
+    assert acc.remaining()[0] == 0.0
+    # A second release is never a "first" one, even when it would fit alone.
+    other = BudgetAccountant(epsilon=1.0, delta=1e-6, composition="pld")
+    other.spend(PureDPEvent(0.001))
+    with pytest.raises(BudgetExceededError):
+        other.check(whole)
+
+
+@pytest.mark.filterwarnings("ignore::dpsk.PrivacyBudgetWarning")
+def test_the_first_release_exception_keeps_the_worst_analyst_within_budget(monkeypatch):
+    import sys
+
+    acc = BudgetAccountant(epsilon=1.0, delta=0.05, composition="rdp")
+    whole = ApproxDPEvent(1.0, 0.05)
+    assert not acc._renyi_filter().accepts([whole])
+    monkeypatch.setattr(sys.modules[__name__], "_MENU", _MENU + (whole,))
+    worst = _worst_analyst(_LedgerRule(acc), 1.0, depth=8)
+    assert worst <= 0.05 * (1 + 1e-9)

@@ -298,11 +298,22 @@ class BudgetAccountant:
         if renyi is not None:
             # No "or basic composition fits": taking the better of two rules
             # after seeing the outputs is exactly what a filter must not do.
-            return renyi.accepts(combined)
+            # One exception is sound: the first release of a ledger is chosen
+            # before any output exists, so its own exact (epsilon, delta) may
+            # pay for it; the filter then refuses everything after it unless it
+            # accepts the whole sequence (docs/accounting.rst, "A first release").
+            return renyi.accepts(combined) or (not events and len(new) == 1
+                                               and self._fits_alone(new[0]))
         eps, delta = self._spent(combined)
         limit_eps = self._epsilon * (1 + _BUDGET_RTOL) + 1e-15
         limit_delta = self._delta * (1 + _BUDGET_RTOL) + 1e-15
         return eps <= limit_eps and delta <= limit_delta
+
+    def _fits_alone(self, event):
+        """Whether one release's own exact ``(epsilon, delta)`` fits the budget."""
+        limit_eps = self._epsilon * (1 + _BUDGET_RTOL) + 1e-15
+        limit_delta = self._delta * (1 + _BUDGET_RTOL) + 1e-15
+        return event.epsilon <= limit_eps and event.delta <= limit_delta
 
     def _raise_exceeded(self, events, new):
         """Raise the refusal of ``new`` after ``events``, quoting what was compared."""
