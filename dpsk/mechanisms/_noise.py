@@ -420,6 +420,8 @@ def _gaussian_hockey_stick(epsilon, mu):
     The (epsilon, delta) profile of a Gaussian shift by ``mu`` standard
     deviations (Balle and Wang 2018, Theorem 8); the second term in log space.
     """
+    if mu == 0:  # no shift: the loss is 0
+        return max(-math.expm1(epsilon), 0.0)
     a, b = 0.5 * mu, epsilon / mu
     return min(max(float(ndtr(a - b)) - math.exp(epsilon + log_ndtr(-a - b)), 0.0), 1.0)
 
