@@ -288,3 +288,37 @@ def test_margin_sigma_unchanged_softmax_sigma_larger(epsilon, delta):
             lambda s: _former_bound(s, epsilon, soft.epsilon_jacobian), delta, 0.0)
         # 2 (K - 1) directions instead of 2: a few percent more noise.
         assert former < soft.sigma < 1.15 * former
+
+
+# -- the paper's slack stays reachable (Table 1 reproduction) ------------------------------
+
+
+def test_algorithm2_slack_reaches_the_estimator(monkeypatch):
+    import dpsk.mechanisms._erm as erm_module
+    from dpsk import BudgetAccountant, DPLogisticRegression
+    from dpsk.mechanisms._erm import algorithm2_slack
+
+    seen = []
+    original = erm_module.objective_perturbation_calibration
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("paper", False))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(erm_module, "objective_perturbation_calibration", spy)
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(-1, 1, (40, 2)), np.repeat([0, 1], 20)
+
+    def fit():
+        DPLogisticRegression(epsilon=0.5, classes=[0, 1], accountant=BudgetAccountant(10.0),
+                             random_state=0).fit(X, y)
+
+    fit()
+    with algorithm2_slack():
+        fit()
+        # The softmax has no published version: dpsk's calibration either way.
+        DPLogisticRegression(epsilon=0.5, classes=[0, 1, 2], multi_class="multinomial",
+                             accountant=BudgetAccountant(10.0), random_state=0).fit(
+            X, np.arange(40) % 3)
+    fit()
+    assert seen == [False, True, False, False]
