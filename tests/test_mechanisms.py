@@ -24,7 +24,7 @@ from scipy import stats
 import dpsk.mechanisms._erm as erm_module
 from dpsk import DPHuberSVM, DPLogisticRegression
 from dpsk._optimize._losses import HuberLoss, LogisticLoss
-from dpsk.mechanisms._erm import SOLVER_EPSILON_SHARE, private_erm
+from dpsk.mechanisms._erm import SOLVER_EPSILON_SHARE, algorithm2_slack, private_erm
 from dpsk.mechanisms._noise import (
     exponential_mechanism,
     gamma_norm_noise,
@@ -160,6 +160,18 @@ def _paper_algorithm2(epsilon, n, lam, c):
     return eps_p / 2.0, delta, eps_p
 
 
+def _dpsk_objective(epsilon, n, lam, c):
+    # dpsk's calibration, written out: slack log(1 + c/(n Lambda)) (one rank-one
+    # Hessian term per neighbour); Lambda raised when the slack exceeds eps/2.
+    slack = math.log1p(c / (n * lam))
+    delta = 0.0
+    if slack > epsilon / 2.0:
+        delta = c / (n * math.expm1(epsilon / 2.0)) - lam
+        slack = math.log1p(c / (n * (lam + delta)))
+    eps_p = epsilon - slack
+    return eps_p / 2.0, delta, eps_p
+
+
 @pytest.mark.parametrize("epsilon", [0.01, 0.1, 1.0, 8.0])
 @pytest.mark.parametrize("n", [1, 10, 48842])
 @pytest.mark.parametrize("lam", [1e-6, 1e-3, 1.0])
@@ -188,27 +200,62 @@ def test_output_beta_with_solver_tolerance_and_lipschitz():
 @pytest.mark.parametrize("lam", [1e-6, 1e-3, 0.1])
 @pytest.mark.parametrize("c", [0.25, 1.0, 10.0])
 def test_objective_calibration_matches_algorithm_2(epsilon, n, lam, c):
+    # paper=True is Algorithm 2 as published (the Table 1 reproduction).
     beta, delta, eps_p = _paper_algorithm2(epsilon, n, lam, c)
-    cal = objective_perturbation_calibration(epsilon, n, lam, c)
+    cal = objective_perturbation_calibration(epsilon, n, lam, c, paper=True)
     assert cal.beta == pytest.approx(beta, rel=1e-12)
     assert cal.extra_alpha == pytest.approx(delta, rel=1e-12, abs=1e-300)
     assert cal.epsilon_prime == pytest.approx(eps_p, rel=1e-12)
 
 
+@pytest.mark.parametrize("epsilon", [0.01, 0.1, 0.5, 1.0, 4.0])
+@pytest.mark.parametrize("n", [1, 10, 100, 48842])
+@pytest.mark.parametrize("lam", [1e-6, 1e-3, 0.1])
+@pytest.mark.parametrize("c", [0.25, 1.0, 10.0])
+def test_objective_calibration_matches_dpsk_formula(epsilon, n, lam, c):
+    beta, delta, eps_p = _dpsk_objective(epsilon, n, lam, c)
+    cal = objective_perturbation_calibration(epsilon, n, lam, c)
+    assert cal.beta == pytest.approx(beta, rel=1e-12)
+    assert cal.extra_alpha == pytest.approx(delta, rel=1e-12, abs=1e-300)
+    assert cal.epsilon_prime == pytest.approx(eps_p, rel=1e-12)
+    # Never more noise than the paper's (a larger beta, or the same beta with
+    # less extra regularisation), except where the paper raises Lambda more.
+    paper = objective_perturbation_calibration(epsilon, n, lam, c, paper=True)
+    if paper.extra_alpha == 0:
+        assert cal.extra_alpha == 0 and cal.beta > paper.beta
+
+
 def test_objective_calibration_both_branches_are_exercised():
-    # eps' > 0: no extra regularisation, beta = (eps - slack)/2.
+    # Slack <= eps/2: no extra regularisation, beta = (eps - slack)/2, with the
+    # slack log(1 + c/(n lam)), half of Algorithm 2's.
     cal = objective_perturbation_calibration(1.0, 1000, 1e-2, 0.25)
-    slack = math.log((1 + 0.25 / 10) ** 2)
+    slack = math.log(1 + 0.25 / 10)
     assert cal.extra_alpha == 0.0
     assert cal.beta == pytest.approx((1.0 - slack) / 2, rel=1e-12)
-    # eps' <= 0: Delta > 0 and beta = eps/4.
+    # Slack > eps/2: Delta > 0 brings it to eps/2, and beta = eps/4.
     cal = objective_perturbation_calibration(0.1, 10, 1e-3, 0.25)
     assert cal.extra_alpha > 0
     assert cal.beta == pytest.approx(0.1 / 4, rel=1e-12)
     assert cal.epsilon_prime == pytest.approx(0.05, rel=1e-12)
+    # Where the paper's slack 2 log 1.1 = 0.19 nearly eats eps = 0.2, it leaves
+    # eps' = 0.0094; dpsk's log 1.1 leaves 0.105, eleven times the noise budget.
+    paper = objective_perturbation_calibration(0.2, 10, 0.25, 0.25, paper=True)
+    cal = objective_perturbation_calibration(0.2, 10, 0.25, 0.25)
+    assert paper.extra_alpha == 0 and paper.epsilon_prime < 0.0095
+    assert cal.extra_alpha == 0
+    assert cal.epsilon_prime == pytest.approx(0.2 - math.log(1.1), rel=1e-12)
+
+
+def test_objective_calibration_paper_is_for_margin_losses():
+    with pytest.raises(ValueError, match="margin"):
+        objective_perturbation_calibration(1.0, 10, 1.0, 0.5, jacobian_exponent=2, paper=True)
 
 
 def _slack(n, lam, c):
+    return math.log1p(c / (n * lam))
+
+
+def _paper_slack(n, lam, c):
     return math.log1p(2 * c / (n * lam) + (c / (n * lam)) ** 2)
 
 
@@ -220,19 +267,26 @@ def _slack(n, lam, c):
     c=st.floats(1e-3, 100.0),
 )
 def test_objective_calibration_spends_exactly_epsilon(epsilon, n, lam, c):
-    # The proof of Theorem 2 bounds the density ratio by exp(slack + 2 beta) with
-    # the slack computed at the final regularisation lam + Delta. Whatever the
-    # branch, that must add up to epsilon: no more (privacy), and no less would
-    # mean the paper's noise is not what we draw.
+    # The proof bounds the density ratio by exp(slack + 2 beta) with the slack
+    # computed at the final regularisation lam + Delta. Whatever the branch, that
+    # must add up to epsilon: no more (privacy), and no less would mean the noise
+    # is larger than the proof needs.
     cal = objective_perturbation_calibration(epsilon, n, lam, c)
     assert cal.beta > 0 and cal.extra_alpha >= 0
     total = _slack(n, lam + cal.extra_alpha, c) + 2 * cal.beta
-    if cal.extra_alpha == 0.0:
+    assert total == pytest.approx(epsilon, rel=1e-9)
+    assert 2 * cal.beta >= epsilon / 2 * (1 - 1e-9)  # the noise never gets less than half
+    if cal.extra_alpha > 0:
+        # Delta makes the slack exactly eps/2 and the noise gets the other half.
+        assert 2 * cal.beta == pytest.approx(epsilon / 2, rel=1e-6)
+    # The same for Algorithm 2 with its own (doubled) slack.
+    paper = objective_perturbation_calibration(epsilon, n, lam, c, paper=True)
+    total = _paper_slack(n, lam + paper.extra_alpha, c) + 2 * paper.beta
+    if paper.extra_alpha == 0.0:
         assert total == pytest.approx(epsilon, rel=1e-9)
     else:
-        # Delta makes the slack exactly eps/2 and the noise gets the other half.
         assert total == pytest.approx(epsilon, rel=1e-6)
-        assert 2 * cal.beta == pytest.approx(epsilon / 2, rel=1e-12)
+        assert 2 * paper.beta == pytest.approx(epsilon / 2, rel=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -311,17 +365,23 @@ def test_private_erm_output_uses_algorithm_1_rate(monkeypatch, loss):
 
 @pytest.mark.parametrize("loss", [LogisticLoss(), HuberLoss(0.5), HuberLoss(0.1)], ids=repr)
 @pytest.mark.parametrize("n, lam", [(200, 0.05), (10, 1e-3)])  # second: Delta branch
-def test_private_erm_objective_uses_algorithm_2_rate(monkeypatch, loss, n, lam):
+@pytest.mark.parametrize("paper", [False, True], ids=["dpsk", "algorithm2"])
+def test_private_erm_objective_uses_algorithm_2_rate(monkeypatch, loss, n, lam, paper):
     noise = _RecordingNoise()
     monkeypatch.setattr(erm_module, "gamma_norm_noise", noise)
     Z, y = _unit_rows(n, 3, 1)
     eps, tol = 0.8, 1e-9
-    private_erm(Z, y, loss, eps, lam, "objective", NoiseSource.seeded(0), tol=tol)
+    if paper:
+        with algorithm2_slack():
+            private_erm(Z, y, loss, eps, lam, "objective", NoiseSource.seeded(0), tol=tol)
+    else:
+        private_erm(Z, y, loss, eps, lam, "objective", NoiseSource.seeded(0), tol=tol)
     assert len(noise.calls) == 2
     (d1, beta_main, b1), (d2, beta_residual, b2) = noise.calls
     assert d1 == d2 == 3
     eps_main = (1 - SOLVER_EPSILON_SHARE) * eps
-    beta, delta, _ = _paper_algorithm2(eps_main, n, lam, loss.curvature)
+    formula = _paper_algorithm2 if paper else _dpsk_objective
+    beta, delta, _ = formula(eps_main, n, lam, loss.curvature)
     assert beta_main == pytest.approx(beta, rel=1e-12)
     r = tol / (lam + delta) + _grid_rounding(n, lam + delta, 3)
     assert beta_residual == pytest.approx(SOLVER_EPSILON_SHARE * eps / (2 * r), rel=1e-9)

@@ -148,8 +148,8 @@ def test_output_perturbation_mutation_is_caught(case, monkeypatch):
 # -- objective perturbation ----------------------------------------------------------------
 
 # (loss, n, d, alpha, releases, expected branch). Logistic, n alpha = 3: the slack
-# log(1 + 2c/(n a) + ...) = 0.17 leaves eps' > 0. Huber h=0.5 (c = 1), n alpha = 0.3:
-# the slack exceeds epsilon, so Delta > 0 and eps' = eps/2.
+# log(1 + c/(n a)) = 0.08 is below eps/2, no Delta. Huber h=0.5 (c = 1), n alpha =
+# 0.3: the slack log(1 + 10/3) = 1.47 exceeds eps/2, so Delta > 0 and eps' = eps/2.
 OBJECTIVE_CASES = {
     "logistic-normal": (LogisticLoss(), 30, 4, 0.1, 1500, "normal"),
     "huber-delta": (HuberLoss(0.5), 30, 4, 0.01, 1500, "delta"),

@@ -6,7 +6,9 @@ binary problem, or once for a whole multinomial (softmax) model. Reading it top
 to bottom shows where each part of epsilon goes.
 """
 
+import contextvars
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .._data._threads import single_threaded_blas
@@ -31,13 +33,36 @@ from ._noise import (
     solver_residual_beta,
 )
 
-__all__ = ["private_erm", "SOLVER_EPSILON_SHARE"]
+__all__ = ["private_erm", "SOLVER_EPSILON_SHARE", "algorithm2_slack"]
 
 #: Share of epsilon that objective perturbation keeps back to cover the solver's
 #: residual (``dpsk.mechanisms._noise.solver_residual_beta``). With the default
 #: ``tol=1e-10`` the resulting extra noise is orders of magnitude below the main
 #: noise, and the 1% costs the main noise next to nothing.
 SOLVER_EPSILON_SHARE = 0.01
+
+# Off by default; on only inside ``algorithm2_slack()`` (per thread / context).
+_ALGORITHM2_SLACK = contextvars.ContextVar("dpsk_algorithm2_slack", default=False)
+
+
+@contextmanager
+def algorithm2_slack():
+    """Calibrate pure objective perturbation of margin losses as the paper does.
+
+    Inside the block, fits in the calling thread that use pure (``delta = 0``)
+    objective perturbation with a margin loss pay Algorithm 2's slack ``log(1
+    + 2c/(n alpha) + c^2/(n alpha)^2)`` and its rule for the extra
+    regularisation (``objective_perturbation_calibration(..., paper=True)``)
+    instead of dpsk's ``log(1 + c/(n alpha))``. Both are epsilon-DP; the
+    paper's costs more noise. For reproducing Chaudhuri et al. (2011), Table 1
+    (``benchmarks/bench_adult.py``); the softmax and the Gaussian mechanisms
+    are unaffected. Fits run in other threads or processes do not see it.
+    """
+    token = _ALGORITHM2_SLACK.set(True)
+    try:
+        yield
+    finally:
+        _ALGORITHM2_SLACK.reset(token)
 
 
 def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=0.0,
@@ -59,11 +84,13 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
       (sequential composition). Minimise ``J``, then add Gamma-norm noise of
       rate ``output_perturbation_beta`` (which includes the solver tolerance
       and the rounding to the release grid).
-    * ``delta = 0``, ``perturbation="objective"``: Algorithm 2, Theorem 2
-      (Corollary 4 for the Huber loss) at ``(1 - SOLVER_EPSILON_SHARE) *
-      epsilon / n_problems``; the remaining share pays for the gap between the
-      solver's point and the exact minimiser and for the rounding
-      (``solver_residual_beta``).
+    * ``delta = 0``, ``perturbation="objective"``: Algorithm 2 (Theorem 2,
+      Corollary 4 for the Huber loss) with dpsk's sharper change-of-variables
+      slack ``log(1 + c/(n alpha))`` (``objective_perturbation_calibration``;
+      the paper's own inside :func:`algorithm2_slack`) at ``(1 -
+      SOLVER_EPSILON_SHARE) * epsilon / n_problems``; the remaining share pays
+      for the gap between the solver's point and the exact minimiser and for
+      the rounding (``solver_residual_beta``).
     * ``delta > 0``, ``perturbation="output"``: the Gaussian mechanism with the
       analytic calibration of Balle and Wang (2018). Replacing one row moves
       every one of the ``n_problems`` minimisers by at most the sensitivity
@@ -180,10 +207,7 @@ def _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems
     epsilon_solver = SOLVER_EPSILON_SHARE * epsilon_each
     beta = sigma = None
     if delta == 0:
-        calibration = objective_perturbation_calibration(
-            epsilon_each - epsilon_solver, n, alpha, loss.curvature,
-            lipschitz=loss.lipschitz, jacobian_exponent=_jacobian_exponent(loss),
-        )
+        calibration = _pure_objective_calibration(loss, epsilon_each - epsilon_solver, n, alpha)
         beta = calibration.beta
         b_bound = noise_norm_bound(size, beta=beta)
     else:
@@ -267,13 +291,24 @@ def _noise_law(loss, n, d, epsilon, alpha, perturbation, tol=1e-10, delta=0.0):
     return scale, plan.strong_convexity
 
 
-def _jacobian_exponent(loss):
-    """The slack exponent of pure objective perturbation (see the calibration).
+def _pure_objective_calibration(loss, epsilon, n, alpha):
+    """Pure objective perturbation's calibration: dpsk's, or Algorithm 2's when asked."""
+    if loss.n_outputs == 1 and _ALGORITHM2_SLACK.get():
+        return objective_perturbation_calibration(
+            epsilon, n, alpha, loss.curvature, lipschitz=loss.lipschitz, paper=True)
+    return objective_perturbation_calibration(
+        epsilon, n, alpha, loss.curvature,
+        lipschitz=loss.lipschitz, jacobian_exponent=_jacobian_exponent(loss),
+    )
 
-    Margin losses keep the paper's Algorithm 2 (exponent 2); the softmax uses the
-    rank of one row's Hessian, ``K - 1``.
+
+def _jacobian_exponent(loss):
+    """The slack exponent ``r`` of pure objective perturbation (see the calibration).
+
+    The rank of one row's loss Hessian: 1 for margin losses (the slack ``log(1
+    + c/(n alpha))``, half of Algorithm 2's), ``K - 1`` for the softmax.
     """
-    return 2 if loss.n_outputs == 1 else loss.hessian_rank
+    return loss.hessian_rank
 
 
 def _minimize(loss, Z, y, lam, tol, linear=None):

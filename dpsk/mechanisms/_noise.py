@@ -151,8 +151,9 @@ class ObjectiveCalibration:
     beta : float
         Rate of the noise ``b`` added to the objective as ``(1/n) b.w``.
     extra_alpha : float
-        The paper's ``Delta``: extra L2 regularisation added when the slack
-        ``log(1 + 2c/(n alpha) + c^2/(n alpha)^2)`` would eat the whole budget.
+        The paper's ``Delta``: extra L2 regularisation, added when the
+        change-of-variables slack would leave too little of epsilon for the
+        noise (see :func:`objective_perturbation_calibration`).
     epsilon_prime : float
         The paper's ``epsilon'``, the part of epsilon left for the noise.
     """
@@ -163,37 +164,52 @@ class ObjectiveCalibration:
 
 
 def objective_perturbation_calibration(epsilon, n, alpha, curvature, *, lipschitz=1.0,
-                                       jacobian_exponent=2):
-    """Calibrate objective perturbation, Algorithm 2 of Chaudhuri et al. (2011).
+                                       jacobian_exponent=1, paper=False):
+    """Calibrate objective perturbation (Chaudhuri et al. 2011, Algorithm 2).
 
-    Guarantee (their Theorem 2, and Theorem 7 for the Huber loss): the exact
-    minimiser of ``J(w) + (1/n) b.w + (extra_alpha/2) ||w||^2`` with
-    ``b ~ gamma_norm_noise(d, beta)`` is ``epsilon``-differentially private,
-    provided ``||x|| <= 1``, labels in {-1, +1}, the loss is convex and
-    differentiable with ``|l'| <= 1`` and ``l'' <= curvature``, and the
-    regulariser is ``alpha/2 ||w||^2`` (for a loss of a weight matrix, such as
-    the softmax: one row's gradient norm <= ``lipschitz`` and Hessian
-    eigenvalues <= ``curvature`` of rank <= ``jacobian_exponent``, as below).
+    Guarantee: the exact minimiser of ``J(w) + (1/n) b.w + (extra_alpha/2)
+    ||w||^2`` with ``b ~ gamma_norm_noise(d, beta)`` is ``epsilon``-DP for
+    replace-one neighbours, provided ``||x|| <= 1``, labels in {-1, +1}, a
+    convex loss, differentiable, with ``|l'| <= lipschitz`` and ``0 <= l'' <=
+    curvature`` (twice differentiable except at finitely many margins, as the
+    Huber loss: their Corollary 4), and the regulariser ``alpha/2 ||w||^2``. For
+    a loss of a weight matrix (the softmax): one row's gradient has norm <=
+    ``lipschitz`` and its Hessian is PSD, of rank <= ``jacobian_exponent`` and
+    eigenvalues <= ``curvature``.
 
-    The calibration: ``eps' = eps - log(1 + 2c/(n alpha) + c^2/(n alpha)^2)``;
-    if ``eps' > 0`` no extra regularisation is needed, otherwise
-    ``Delta = c / (n (exp(eps/4) - 1)) - alpha`` and ``eps' = eps/2``; finally
-    ``beta = eps'/2``.
+    The bound (dpsk's own; the steps of their Theorem 2 with a sharper
+    determinant bound, derived in ``docs/privacy.rst``). The release ``w``
+    determines ``b = b_D(w) = -n grad J_D(w)``, a bijection, so the release
+    has density ``mu(b_D(w)) |det H_D(w)|`` with ``H_D = -grad b_D``. For
+    neighbours differing in row ``n``, ``H_D = B + h x x^T`` and ``H_D' = B +
+    h' x' x'^T`` with the common part ``B >= n Lambda I`` (``Lambda = alpha +
+    extra_alpha``) and ``h, h'`` in ``[0, c]``. By the matrix determinant
+    lemma ``det H_D = det B (1 + h x^T B^-1 x)`` with ``0 <= h x^T B^-1 x <=
+    c / (n Lambda)``, and likewise for ``D'``, so the ratio of the two
+    determinants lies in ``[1 / (1 + c/(n Lambda)), 1 + c/(n Lambda)]``: the
+    slack is ``log(1 + c/(n Lambda))``, half the paper's. (For a rank-``r``
+    Hessian, ``det(I + B^-1/2 H B^-1/2)`` is in ``[1, (1 + c/(n Lambda))^r]``:
+    ``r log(1 + c/(n Lambda))``.) The noise: ``b_D'(w) - b_D(w)`` is the
+    difference of the two rows' gradients, of norm <= ``2 lipschitz``, so the
+    Gamma-norm densities differ by at most ``exp(2 beta lipschitz)``.
 
-    Generalisation (``lipschitz``, ``jacobian_exponent``), for losses of a
-    weight matrix such as the softmax cross-entropy (``dpsk._optimize._losses``), by the
-    same two steps as the paper's proof. The paper's slack is ``2 log(1 +
-    c/(n alpha))``: ``jacobian_exponent = 2``. Its proof bounds the ratio of
-    the two neighbours' Jacobian determinants through a rank-2 difference of
-    Hessians; the argument of :func:`gaussian_objective_delta` compares each
-    neighbour with the common part instead and gets ``r log(1 + c/(n
-    Lambda))`` when one row's Hessian has rank ``r`` (``r = K - 1`` for the
-    softmax). The noise part: ``b`` moves by the difference of two rows'
-    gradients, at most ``2 lipschitz`` in norm, so ``beta = eps' / (2
-    lipschitz)``. The Delta branch raises ``Lambda`` until the slack is
-    exactly ``eps/2``: ``Lambda = c / (n (exp(eps / (2 r)) - 1))``. Margin
-    losses keep the paper's exponent 2 (so this function stays checkable
-    against Algorithm 2 line by line); the softmax passes ``K - 1``.
+    The calibration: ``slack = r log(1 + c/(n alpha))``. If ``slack <=
+    epsilon / 2``, no extra regularisation, ``eps' = epsilon - slack``;
+    otherwise ``Lambda`` is raised to ``c / (n (exp(epsilon / (2 r)) - 1))``,
+    which brings the slack down to ``epsilon / 2``, and ``eps' = epsilon -
+    slack(Lambda)``. Then ``beta = eps' / (2 lipschitz)``, so slack plus noise
+    is exactly epsilon. (The threshold ``epsilon / 2`` is the Gaussian
+    calibration's rule; Algorithm 2 raises ``Lambda`` only when ``eps' <= 0``,
+    which lets ``eps'`` and with it ``beta`` fall towards 0 just before the
+    switch.)
+
+    ``paper=True`` is Algorithm 2 exactly as published, for margin losses
+    (``jacobian_exponent = 1``): ``eps' = eps - log(1 + 2c/(n alpha) +
+    c^2/(n alpha)^2)``; if ``eps' <= 0``, ``Delta = c / (n (exp(eps/4) - 1)) -
+    alpha`` and ``eps' = eps/2``; ``beta = eps' / (2 lipschitz)`` (their
+    Theorem 2, whose rank-two argument pays the slack twice). It is kept for
+    reproducing their Table 1 (``dpsk.mechanisms._erm.algorithm2_slack``); it is
+    valid, only less accurate.
 
     Parameters
     ----------
@@ -207,9 +223,11 @@ def objective_perturbation_calibration(epsilon, n, alpha, curvature, *, lipschit
         The loss constant ``c`` bounding ``l''``, > 0.
     lipschitz : float, default=1.0
         Bound on one row's loss-gradient norm (``|l'|`` for a margin loss).
-    jacobian_exponent : int, default=2
-        ``r`` in the slack ``r log(1 + c/(n Lambda))``: 2 is the paper's bound
-        for margin losses, ``K - 1`` serves the softmax (see above).
+    jacobian_exponent : int, default=1
+        ``r``, the rank of one row's loss Hessian: 1 for margin losses, ``K -
+        1`` for the softmax.
+    paper : bool, default=False
+        Algorithm 2 verbatim (margin losses only).
 
     Returns
     -------
@@ -217,23 +235,37 @@ def objective_perturbation_calibration(epsilon, n, alpha, curvature, *, lipschit
     """
     _check_positive(epsilon=epsilon, n=n, alpha=alpha, curvature=curvature,
                     lipschitz=lipschitz, jacobian_exponent=jacobian_exponent)
-    ratio = curvature / (n * alpha)
-    if jacobian_exponent == 2:
-        # The paper's expression, kept verbatim for margin losses.
-        slack = np.log1p(2.0 * ratio + ratio**2)
-    else:
-        slack = jacobian_exponent * np.log1p(ratio)
-    epsilon_prime = epsilon - slack
+    if paper:
+        if jacobian_exponent != 1:
+            raise ValueError("paper=True is Algorithm 2 for margin losses (jacobian_exponent=1).")
+        return _algorithm2(epsilon, n, alpha, curvature, lipschitz)
+    r = jacobian_exponent
     extra_alpha = 0.0
-    if epsilon_prime <= 0:
-        extra_alpha = curvature / (n * np.expm1(epsilon / (2.0 * jacobian_exponent))) - alpha
-        epsilon_prime = epsilon / 2.0
-        # With eps' <= 0 the formula gives Delta > 0; the max only guards rounding.
-        extra_alpha = max(extra_alpha, 0.0)
+    slack = r * math.log1p(curvature / (n * alpha))
+    if slack > epsilon / 2.0:
+        # Positive whenever slack > eps/2; the max only guards rounding.
+        extra_alpha = max(curvature / (n * math.expm1(epsilon / (2.0 * r))) - alpha, 0.0)
+        slack = r * math.log1p(curvature / (n * (alpha + extra_alpha)))
+    # eps' from the slack at the final Lambda, so that the two add up to epsilon.
+    epsilon_prime = epsilon - slack
     return ObjectiveCalibration(
         beta=epsilon_prime / (2.0 * lipschitz), extra_alpha=extra_alpha,
         epsilon_prime=epsilon_prime,
     )
+
+
+def _algorithm2(epsilon, n, alpha, curvature, lipschitz):
+    """Algorithm 2 of Chaudhuri et al. (2011) line by line (margin losses)."""
+    ratio = curvature / (n * alpha)
+    epsilon_prime = epsilon - np.log1p(2.0 * ratio + ratio**2)
+    extra_alpha = 0.0
+    if epsilon_prime <= 0:
+        # With eps' <= 0 the formula gives Delta > 0; the max only guards rounding.
+        extra_alpha = max(curvature / (n * np.expm1(epsilon / 4.0)) - alpha, 0.0)
+        epsilon_prime = epsilon / 2.0
+    return ObjectiveCalibration(beta=float(epsilon_prime / (2.0 * lipschitz)),
+                                extra_alpha=float(extra_alpha),
+                                epsilon_prime=float(epsilon_prime))
 
 
 def solver_residual_beta(epsilon, strong_convexity, solver_tol, rounding=0.0):
@@ -306,64 +338,92 @@ class GaussianObjectiveCalibration:
     epsilon_jacobian: float
 
 
-def gaussian_objective_delta(sigma, epsilon, epsilon_jacobian):
+def gaussian_objective_delta(sigma, epsilon, epsilon_jacobian, *, hessian_rank=1):
     """A delta at which Gaussian objective perturbation is (epsilon, delta)-DP.
 
-    Derivation (replace-one neighbours ``D, D'`` differing in the last row,
-    rows of norm <= 1, labels in {-1, +1}, a convex loss of the margin with
-    ``|l'| <= 1`` and ``0 <= l'' <= c``; for the softmax loss see
-    :func:`gaussian_objective_calibration`, which rescales it; dpsk's own, in the style of
-    Chaudhuri et al. 2011, Theorem 2, and Kifer, Smith and Thakurta 2012).
-    The minimiser ``w`` of ``J(w) + (1/n) b.w`` with ``J`` ``Lambda``-strongly
-    convex determines ``b`` through ``b_D(w) = -n grad J_D(w)``, a bijection,
-    so the density of the release is ``phi_sigma(b_D(w)) |det grad b_D(w)|``.
+    Setting (replace-one neighbours ``D, D'`` differing in the last row, rows
+    of norm <= 1; dpsk's own argument, in the style of Chaudhuri et al. 2011,
+    Theorem 2, and Kifer, Smith and Thakurta 2012; derived in full in
+    ``docs/privacy.rst``). ``sigma`` is the noise scale per unit of gradient
+    bound (``sigma / lipschitz``, see :func:`gaussian_objective_calibration`).
+    ``hessian_rank = 1``: a convex margin loss with ``|l'| <= 1`` and ``0 <=
+    l'' <= c``, labels in {-1, +1} (also the two-class softmax, which is one).
+    ``hessian_rank = r >= 2``: the softmax cross-entropy of ``K = r + 1``
+    classes, whose row gradient is ``(p - e_y) x^T / sqrt 2`` in unit terms.
 
-    * Jacobian: ``-grad b_D(w) = A + l''(z) x x^T`` with ``A`` the common part
-      (the other rows and ``n Lambda I``, so ``A >= n Lambda I``). By the
-      matrix determinant lemma ``det(A + l'' x x^T) = det(A) (1 + l'' x^T A^-1
-      x)``, between ``det(A)`` and ``det(A) (1 + c / (n Lambda))``; the ratio
-      of the two neighbours' determinants is therefore within a factor
-      ``1 + c / (n Lambda)``: ``epsilon_jacobian = log(1 + c / (n Lambda))``
-      (for the Huber loss, whose ``l''`` jumps, the change of variables holds
-      for the Lipschitz map ``b_D`` almost everywhere, as in their Theorem 7).
-    * Noise: ``b_D'(w) = b_D(w) + v`` with ``v = a x - a' x'``, ``|a|, |a'| <=
-      1`` (the two rows' ``l' y``), so ``||v|| <= 2`` and ``<b, v> <= |<b, x>| +
-      |<b, x'>|``. The log-ratio of the Gaussian densities is ``(2 <b, v> +
-      ||v||^2) / (2 sigma^2) <= 2 / sigma^2 + (|g1| + |g2|) / sigma`` with
-      ``g1 = <b, x> / sigma`` and ``g2 = <b, x'> / sigma``, each a standard
-      normal times a norm <= 1. Under ``D`` the ``b`` behind the release is
-      exactly ``N(0, sigma^2 I)``.
+    The privacy loss is a function of the release. The exact minimiser ``w``
+    of ``J_D(w) + (1/n) b.w`` determines ``b = b_D(w) = -n grad J_D(w)``, a
+    bijection, so ``w`` has density ``phi_sigma(b_D(w)) |det grad b_D(w)|``,
+    and the loss at ``w`` is ``L(w) = (||b + v||^2 - ||b||^2) / (2 sigma^2) +
+    log(det ratio)`` with ``b = b_D(w)`` and ``v = v(w) = b_D'(w) - b_D(w)``,
+    the difference of the two versions of the last row's gradient. Under
+    ``D``, ``b_D(W)`` is the drawn noise, exactly ``N(0, sigma^2 I)``, and
+    ``delta(epsilon) = E[(1 - exp(epsilon - L(W)))_+]``, which is
+    nondecreasing in ``L``; so any bound ``L(W) <= U(b)`` gives ``delta <=
+    E[(1 - exp(epsilon - U(b)))_+]``. ``v(w)`` depends on ``w`` and hence on
+    ``b``; it is bounded through the set ``V`` of values it can take *for
+    every* ``w``, never by treating ``<b, v(w)>`` as a fixed projection of ``b``.
 
-    So the privacy loss is at most ``L = epsilon_jacobian + 2 / sigma^2 + (|g1|
-    + |g2|) / sigma``. The tight delta of a pair is the hockey-stick
-    ``E[(1 - exp(epsilon - L))_+]``, increasing and convex in ``L``; among all
-    couplings of ``|g1|`` and ``|g2|`` the comonotone one (``g1 = g2``) is
-    largest in convex order, so ``delta <= E[(1 - exp(epsilon -
-    epsilon_jacobian - 2/sigma^2 - 2|g|/sigma))_+]`` for ``g ~ N(0, 1)``. With
-    ``c0 = epsilon - epsilon_jacobian - 2 / sigma^2``, ``k = 2 / sigma`` and
-    ``t = max(c0 / k, 0)`` this is ``2 (Phi_bar(t) - exp(c0 + k^2/2)
-    Phi_bar(t + k))``, which is what is returned.
+    * Jacobian: ``log(det ratio) <= epsilon_jacobian`` (see
+      :func:`objective_perturbation_calibration`).
+    * Margin losses: ``v = a x - a' x'`` with ``|a|, |a'| <= 1``, so ``V`` is
+      the parallelogram with vertices ``+-u1, +-u2``, ``u1 = x + x'``, ``u2 =
+      x - x'``, ``||u1||^2 + ||u2||^2 <= 4``. ``||b + v||^2`` is convex in
+      ``v``, so its maximum over ``V`` is at a vertex; at a fixed vertex ``u``
+      the loss is that of a Gaussian mechanism of shift ``u``, normal with mean
+      ``m^2/2`` and variance ``m^2``, ``m = ||u|| / sigma``. The maximum of the
+      four hockey-stick integrands is at most their sum, so ``delta <= 2
+      G(eps', ||u1||/sigma) + 2 G(eps', ||u2||/sigma)``, ``eps' = epsilon -
+      epsilon_jacobian``, with ``G(eps', m) = Phi(m/2 - eps'/m) - exp(eps')
+      Phi(-m/2 - eps'/m)`` (Balle and Wang 2018, Theorem 8). ``dG/dm =
+      phi(m/2 - eps'/m)``, so ``q -> G(eps', sqrt(q)/sigma)`` is convex on
+      ``[0, 4]`` when ``m^4 + 4 m^2 <= 4 eps'^2`` at ``m = 2/sigma``; then the
+      sum is largest at ``||u1|| = 2, u2 = 0``: ``delta <= 2 G(eps', 2/sigma)``.
+    * Otherwise (or for the softmax): ``<b, v>`` is at most ``2 sigma
+      max(0, T_1, ..., T_m)`` with standard normal ``T_j`` (margin losses: ``m
+      = 4``, ``+-<b, x>/sigma`` and ``+-<b, x'>/sigma``; the softmax: ``p - e_y``
+      lies in the simplex minus ``e_y``, so ``(p - e_y)^T B x <= max_k ((Bx)_k -
+      (Bx)_y)``, and likewise for ``x'``: ``m = 2 (K - 1)`` normals ``((Bx)_k -
+      (Bx)_y) / (sigma sqrt 2)`` in unit terms) and ``||v||^2 <= 4``. The
+      maximum of the ``m + 1`` integrands is at most their sum: ``delta <= (1
+      - exp(eps' - 2/sigma^2))_+ + m G(eps', 2/sigma)``.
 
     Parameters
     ----------
     sigma : float
-        > 0.
+        Noise scale per unit of gradient bound, > 0.
     epsilon : float
         Total epsilon, >= 0.
     epsilon_jacobian : float
-        ``log(1 + c / (n Lambda))``, >= 0.
+        ``r log(1 + c / (n Lambda))``, >= 0.
+    hessian_rank : int, default=1
+        1 for margin losses, ``K - 1`` for the softmax of ``K`` classes.
 
     Returns
     -------
     delta : float in [0, 1]
     """
-    _check_positive(sigma=sigma)
-    c0 = epsilon - epsilon_jacobian - 2.0 / sigma**2
-    k = 2.0 / sigma
-    t = max(c0 / k, 0.0)
-    # Phi_bar(x) = ndtr(-x); the second term in log space, so huge c0 cannot overflow.
-    second = math.exp(c0 + 0.5 * k * k + log_ndtr(-(t + k)))
-    return float(min(max(2.0 * (ndtr(-t) - second), 0.0), 1.0))
+    _check_positive(sigma=sigma, hessian_rank=hessian_rank)
+    mu = 2.0 / sigma
+    eps_p = epsilon - epsilon_jacobian
+    one = _gaussian_hockey_stick(eps_p, mu)
+    if hessian_rank == 1 and eps_p > 0 and mu**4 + 4.0 * mu**2 <= 4.0 * eps_p**2:
+        return float(min(2.0 * one, 1.0))
+    at_zero = max(-math.expm1(eps_p - 0.5 * mu * mu), 0.0)
+    n_terms = 2 * max(int(hessian_rank), 2)
+    return float(min(at_zero + n_terms * one, 1.0))
+
+
+def _gaussian_hockey_stick(epsilon, mu):
+    """``E[(1 - exp(epsilon - L))_+]`` for ``L ~ N(mu^2/2, mu^2)``, any real epsilon.
+
+    The (epsilon, delta) profile of a Gaussian shift by ``mu`` standard
+    deviations (Balle and Wang 2018, Theorem 8); the second term in log space.
+    """
+    if mu == 0:  # no shift: the loss is 0
+        return max(-math.expm1(epsilon), 0.0)
+    a, b = 0.5 * mu, epsilon / mu
+    return min(max(float(ndtr(a - b)) - math.exp(epsilon + log_ndtr(-a - b)), 0.0), 1.0)
 
 
 def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature, *, lipschitz=1.0,
@@ -372,29 +432,22 @@ def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature, *, lipsc
 
     Guarantee: the exact minimiser of ``J(w) + (1/n) b.w + (extra_alpha/2)
     ||w||^2``, ``J`` as in Algorithm 2 of Chaudhuri et al. (2011) and ``b ~ N(0,
-    sigma^2 I)``, is ``(epsilon, delta)``-DP under the conditions and by the
-    argument of :func:`gaussian_objective_delta`.
+    sigma^2 I)``, is ``(epsilon, delta)``-DP for replace-one neighbours, under
+    the conditions and by the argument of :func:`gaussian_objective_delta`
+    (margin losses with ``hessian_rank = 1``; the softmax of ``K`` classes
+    with ``hessian_rank = K - 1``).
 
-    The split: the change of variables costs ``log(1 + c / (n Lambda))``. If
-    ``alpha`` alone keeps that at most ``epsilon / 2``, no extra regularisation
-    is added and the noise gets the rest; otherwise ``Lambda`` is raised to
-    ``c / (n (exp(epsilon / 2) - 1))``, which costs exactly ``epsilon / 2``
-    (the same rule as Algorithm 2's Delta branch). ``sigma`` is then the
-    smallest scale at which :func:`gaussian_objective_delta` is <= ``delta``
-    (found by :func:`_smallest_sigma`; the bound decreases in ``sigma``).
-
-    Losses of a weight matrix (the softmax cross-entropy, ``dpsk._optimize._losses``).
-    When one row's Hessian has rank ``r`` (``hessian_rank``), the determinant
-    argument of :func:`gaussian_objective_delta` applies to each of the ``r``
-    eigen-directions in turn: ``det(A + H) / det(A) = det(I + A^-1/2 H
-    A^-1/2)`` lies between 1 and ``(1 + c/(n Lambda))^r`` (``r`` eigenvalues
-    in ``[0, c/(n Lambda)]``), so ``epsilon_jacobian = r log(1 + c/(n
-    Lambda))``, and the extra regularisation, when needed, is ``c / (n (exp(
-    epsilon / (2 r)) - 1))``. When one row's gradient has norm at most
-    ``lipschitz`` (instead of 1), the noise argument holds with every gradient
-    and ``v`` scaled by ``lipschitz``: the bound becomes
-    ``gaussian_objective_delta(sigma / lipschitz, ...)``, so ``sigma`` is
-    ``lipschitz`` times the unit-Lipschitz one.
+    The split: the change of variables costs ``epsilon_jacobian = r log(1 +
+    c / (n Lambda))`` (:func:`objective_perturbation_calibration`). If
+    ``alpha`` alone keeps that at most ``epsilon / 2``, no extra
+    regularisation is added and the noise gets the rest; otherwise ``Lambda``
+    is raised to ``c / (n (exp(epsilon / (2 r)) - 1))``, which costs exactly
+    ``epsilon / 2``. ``sigma`` is then the smallest scale at which
+    :func:`gaussian_objective_delta` is <= ``delta`` (found by
+    :func:`_smallest_sigma`; the bound does not increase with ``sigma``).
+    When one row's gradient has norm at most ``lipschitz`` (instead of 1),
+    ``b`` and ``v`` scale together: the bound at ``sigma`` is the unit bound at
+    ``sigma / lipschitz``, so ``sigma`` is ``lipschitz`` times the unit one.
 
     Parameters
     ----------
@@ -430,7 +483,9 @@ def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature, *, lipsc
         epsilon_jacobian = hessian_rank * math.log1p(curvature / (n * (alpha + extra_alpha)))
 
     unit_sigma = _smallest_sigma(
-        lambda s: gaussian_objective_delta(s, epsilon, epsilon_jacobian), delta, log_guess=0.0
+        lambda s: gaussian_objective_delta(s, epsilon, epsilon_jacobian,
+                                           hessian_rank=hessian_rank),
+        delta, log_guess=0.0,
     )
     sigma = lipschitz * unit_sigma
     return GaussianObjectiveCalibration(sigma=sigma, extra_alpha=extra_alpha,
