@@ -19,6 +19,7 @@ from ._gradient import noisy_gradient_descent
 from ._noise import (
     add_on_grid,
     analytic_gaussian_sigma,
+    float_input_radius,
     gamma_norm_noise,
     gaussian_noise,
     gaussian_objective_calibration,
@@ -198,8 +199,12 @@ def _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems
     # ||b|| is the sampler's, not this draw's, so tol does not depend on b).
     tol = max(tol, _tolerance_floor(loss, d, strong_convexity, b_bound / n))
     grid = release_grid(2.0 * loss.lipschitz / (n * strong_convexity), size)
-    residual_beta = solver_residual_beta(epsilon_solver, strong_convexity, tol,
-                                         rounding=rounding_radius(grid, size))
+    # The residual noise also covers handing the exact b to the solver as
+    # float64 (float_input_radius), next to the grid margin.
+    residual_beta = solver_residual_beta(
+        epsilon_solver, strong_convexity, tol,
+        rounding=rounding_radius(grid, size)
+        + float_input_radius(b_bound, n, strong_convexity, size))
     return _NoisePlan(beta, sigma, strong_convexity, tol, grid, residual_beta)
 
 

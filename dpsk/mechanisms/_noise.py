@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import gammainccinv, log_ndtr, ndtr, ndtri
+from scipy.special import log_ndtr, ndtr
 
 from ..accounting._profiles import gaussian_delta
 from ._random import NoiseSource
+from ._samplers import _GRID_INT_LIMIT, add_on_grid, gamma_norm_noise, gaussian_noise  # noqa: F401
 
 __all__ = [
     "gamma_norm_noise",
@@ -39,46 +40,9 @@ __all__ = [
     "rounding_radius",
     "noise_norm_bound",
     "add_on_grid",
+    "float_input_radius",
     "GRID_FRACTION",
 ]
-
-
-def gamma_norm_noise(d, beta, rng):
-    """Draw ``b`` in R^d with density proportional to ``exp(-beta * ||b||)``.
-
-    This is the noise of Algorithms 1 and 2 of Chaudhuri et al. (2011), their
-    Eq. (7). In polar coordinates the density factorises: the norm ``||b||``
-    follows Gamma(shape=d, scale=1/beta) (the ``r^(d-1)`` surface factor times
-    ``exp(-beta r)``) and the direction is uniform on the sphere, independent of
-    the norm. We draw exactly that.
-
-    Parameters
-    ----------
-    d : int
-        Dimension, >= 1.
-    beta : float
-        Rate, > 0. The expected norm is ``d / beta``.
-    rng : NoiseSource
-        Source of the noise (``dpsk.mechanisms._random``): the OS's secure generator, or a
-        seeded one in tests. Secure sources never repeat a draw.
-
-    Returns
-    -------
-    b : ndarray of shape (d,)
-    """
-    _check_noise_source(rng)
-    d = int(d)
-    if d < 1:
-        raise ValueError(f"d must be >= 1, got {d}.")
-    if not (np.isfinite(beta) and beta > 0):
-        raise ValueError(f"beta must be a finite number > 0, got {beta!r}.")
-    direction = rng.standard_normal(d)
-    norm_dir = np.linalg.norm(direction)
-    while norm_dir == 0.0:  # probability zero, but never divide by it
-        direction = rng.standard_normal(d)
-        norm_dir = np.linalg.norm(direction)
-    radius = rng.gamma(shape=d, scale=1.0 / beta)
-    return direction * (radius / norm_dir)
 
 
 def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0, rounding=0.0):
@@ -445,9 +409,6 @@ def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature, *, lipsc
 #: ``2^31 * scale / sqrt(d)`` in size are represented exactly).
 GRID_FRACTION = 2.0**-30
 
-# Integer coordinates are clipped to this size, far below int64 overflow.
-_GRID_INT_LIMIT = 2.0**61
-
 
 def release_grid(scale, d):
     """The release grid's spacing: the largest power of two <= ``GRID_FRACTION * scale / sqrt(d)``.
@@ -463,62 +424,6 @@ def release_grid(scale, d):
 def rounding_radius(grid, d):
     """How far rounding to the grid can move a point of R^d: ``sqrt(d) grid / 2``."""
     return math.sqrt(d) * grid / 2.0
-
-
-def add_on_grid(point, noise, grid):
-    """Release ``round(point) + round(noise)`` on the grid, added exactly.
-
-    Guarantee: if the grid points ``round(point)`` of two neighbouring data
-    sets are at most ``s`` apart and ``noise`` has a density ``p`` with
-    ``p(b) <= exp(epsilon) p(b - t)`` for every ``||t|| <= s`` (the Gamma-norm
-    law with ``beta = epsilon / s``), the release is ``epsilon``-DP, and its
-    floating-point bits carry nothing else.
-
-    Why: adding ``point + noise`` in floating point rounds to a value whose low
-    bits depend on ``point`` itself: which floats the release can take, and how
-    often, differs between neighbours (Mironov, 2012, "On significance of the
-    least significant bits for differential privacy"). dpsk's own audit found
-    an event with probability 0.44 on one data set and 0 on its neighbour.
-    Here both terms are rounded to integer multiples ``k grid`` of a power of
-    two (exact: ``point / grid`` is exact and so is rounding it) and the
-    integers are added exactly, so the release is the grid point
-    ``(k_point + k_noise) grid`` and nothing else. Its probability is the
-    noise's mass on the cell ``C(u - g) = {b : round(b) = u - g}`` around
-    ``u - g``, with ``g`` the rounded point. Cells are translates of one
-    another by grid vectors, so for neighbours with rounded points ``g, g'``
-    the map ``b -> b - (g - g')`` takes ``C(u - g)`` onto ``C(u - g')``, and the
-    density ratio along it is at most ``exp(epsilon)``: the two probabilities
-    are within that factor. The noise is drawn without the data, so the
-    rounding of the draw itself (a data-independent change of the noise law at
-    relative order ``2^-52``) does not depend on the data.
-
-    Parameters
-    ----------
-    point : ndarray of shape (d,)
-        The data-dependent point (the solver's weights).
-    noise : ndarray of shape (d,)
-    grid : float
-        A power of two (:func:`release_grid`).
-
-    Returns
-    -------
-    release : ndarray of shape (d,)
-    """
-    # Clipping the data-dependent point is a contraction: it cannot increase the
-    # distance between the neighbours' points. The noise is never clipped: a
-    # clipped noise coordinate would leave round(point) readable in the release.
-    k_point = np.rint(np.clip(np.asarray(point, dtype=float) / grid,
-                              -_GRID_INT_LIMIT, _GRID_INT_LIMIT))
-    k_noise = np.rint(np.asarray(noise, dtype=float) / grid)
-    if not np.all(np.isfinite(k_noise)):  # the noise alone decides this
-        raise ValueError("The noise does not fit the release grid.")
-    if np.all(np.abs(k_noise) < _GRID_INT_LIMIT):
-        total = (k_point.astype(np.int64) + k_noise.astype(np.int64)).astype(np.float64)
-    else:
-        # Beyond int64: exact Python integers. Converting the exact sum to float
-        # is a function of the release alone.
-        total = np.array([float(int(a) + int(b)) for a, b in zip(k_point, k_noise)])
-    return total * grid
 
 
 def exponential_mechanism(utilities, epsilon, sensitivity, rng):
@@ -633,27 +538,58 @@ def classical_gaussian_sigma(epsilon, delta, sensitivity):
     return math.sqrt(2.0 * math.log(1.25 / delta)) * sensitivity / epsilon
 
 
-def noise_norm_bound(d, *, beta=None, sigma=None):
-    """The largest noise norm the samplers of :class:`~dpsk.mechanisms._random.NoiseSource` produce.
+#: Tail probability of :func:`noise_norm_bound`: ``2^-128``.
+NORM_BOUND_LOG_TAIL = 128.0 * math.log(2.0)
 
-    Their uniforms lie in ``[2^-53, 1 - 2^-53]``, so the Gamma-norm radius is at
-    most the Gamma(d, 1/beta) quantile at ``1 - 2^-53`` and every Gaussian
-    coordinate at most ``ndtri(1 - 2^-53) sigma`` in size. A bound that holds
-    for every draw and depends on nothing but ``d`` and the scale: the solver's
-    tolerance floor uses it (``dpsk._optimize._solver.tolerance_floor``).
+
+def noise_norm_bound(d, *, beta=None, sigma=None):
+    """A norm the exact noise exceeds with probability at most ``2^-128``.
+
+    The exact samplers (:mod:`dpsk.mechanisms._samplers`) have unbounded
+    support, so no bound holds for every draw; this one fails with probability
+    below ``2^-128`` and depends on nothing but ``d`` and the scale. The
+    solver's tolerance floor (``dpsk._optimize._solver.tolerance_floor``) and
+    the float rounding of objective perturbation's ``b``
+    (:func:`float_input_radius`) use it. With ``x = 128 log 2``:
+
+    * Gamma-norm, ``beta ||b|| ~ Gamma(d, 1)``: its centred log-moment
+      generating function is ``-d log(1 - l) - d l = d sum_{m >= 2} l^m / m <=
+      d l^2 / (2 (1 - l))`` for ``0 <= l < 1``, the sub-gamma condition with
+      variance ``d`` and scale 1, so ``P(beta ||b|| >= d + sqrt(2 d x) + x) <=
+      e^-x`` (Boucheron, Lugosi and Massart 2013, Section 2.4).
+    * Gaussian, ``||b||^2 / sigma^2`` chi-square with ``d`` degrees of freedom:
+      ``P(||b||^2 / sigma^2 >= d + 2 sqrt(d x) + 2 x) <= e^-x`` (Laurent and
+      Massart 2000, Lemma 1).
+
+    The float results are raised by a relative ``1e-12`` to cover their own
+    rounding.
     """
+    d = int(d)
+    x = NORM_BOUND_LOG_TAIL
     if beta is not None:
         _check_positive(beta=beta)
-        return float(gammainccinv(int(d), 2.0**-53)) / beta
+        return (d + math.sqrt(2.0 * d * x) + x) / beta * (1.0 + 1e-12)
     _check_positive(sigma=sigma)
-    return float(ndtri(1.0 - 2.0**-53)) * sigma * math.sqrt(d)
+    return sigma * math.sqrt(d + 2.0 * math.sqrt(d * x) + 2.0 * x) * (1.0 + 1e-12)
 
 
-def gaussian_noise(d, sigma, rng):
-    """Draw ``N(0, sigma^2 I_d)`` from a :class:`~dpsk.mechanisms._random.NoiseSource`."""
-    _check_noise_source(rng)
-    _check_positive(sigma=sigma)
-    return sigma * rng.standard_normal(int(d))
+def float_input_radius(b_bound, n, strong_convexity, d):
+    """How far handing ``b / n`` to the solver in float64 moves the exact minimiser.
+
+    The solver of objective perturbation reads ``linear = fl(fl(b) / n)``,
+    ``fl(b)`` the correctly rounded draw. Per coordinate, unless ``b_j / n``
+    is subnormal, ``|fl(b_j) - b_j| <= 2^-53 |b_j|`` and the division adds
+    ``2^-53 |fl(b_j) / n|``, so ``|linear_j - b_j / n| <= (2^-53 + 2^-53 (1 +
+    2^-53)) |b_j| / n <= 2^-51.9 |b_j| / n``; a subnormal result is off by at
+    most ``2^-1074`` more. So ``||linear - b / n|| <= 2^-51 ||b|| / n + sqrt(d)
+    2^-1074``. Changing the linear term of a ``strong_convexity``-strongly
+    convex objective by ``v`` moves its minimiser by at most ``||v|| /
+    strong_convexity`` (compare the two first-order conditions), and ``||b||
+    <= b_bound`` (:func:`noise_norm_bound`). The residual noise covers this
+    distance (:func:`solver_residual_beta`).
+    """
+    _check_positive(strong_convexity=strong_convexity)
+    return (2.0**-51 * b_bound / n + math.sqrt(d) * 2.0**-1074) / strong_convexity * (1 + 1e-12)
 
 
 def _check_positive(**values):
