@@ -57,11 +57,14 @@ def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0, r
     of an ``alpha``-strongly convex ``J`` with ``||x|| <= 1`` and
     ``|l'| <= lipschitz`` moves by at most ``2 * lipschitz / (n * alpha)``
     between neighbours (Theorem 1). The solver's point lies within
-    ``solver_tol / alpha`` of ``w*`` (``dpsk._optimize._solver``), and rounding it to the
-    release grid moves it by at most ``rounding``, so the rounded point moves by
-    at most ``2 * lipschitz / (n * alpha) + 2 * solver_tol / alpha +
-    2 * rounding``; :func:`add_on_grid` shows why noise with ``beta = epsilon /
-    sensitivity`` masks that on the grid (the paper's ``beta = n * alpha *
+    ``solver_tol / alpha`` of ``w*`` (``dpsk._optimize._solver``), so the
+    solver's points of two neighbours are at most ``2 * lipschitz / (n *
+    alpha) + 2 * solver_tol / alpha`` apart; ``2 * rounding`` is added as a
+    margin (no longer needed: :func:`add_on_grid` rounds the exact sum ``w +
+    b``, post-processing of the continuous mechanism, ``docs/privacy.rst``,
+    "Exact noise"). Noise of density ``exp(-beta ||b||)`` with ``beta =
+    epsilon / sensitivity`` then gives density ratios at most ``exp(epsilon)``
+    at every output (the paper's ``beta = n * alpha *
     epsilon / 2`` when the last two terms are 0).
 
     Parameters
@@ -78,8 +81,7 @@ def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0, r
         The solver's tolerance: its point is within ``solver_tol / alpha`` of
         the exact minimiser. Fixed before seeing the data.
     rounding : float, default=0.0
-        How far rounding to the release grid can move a point
-        (:func:`rounding_radius`).
+        A margin added on each side (:func:`rounding_radius` of the grid).
 
     Returns
     -------
@@ -90,11 +92,11 @@ def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0, r
 
 
 def output_perturbation_sensitivity(n, alpha, lipschitz=1.0, solver_tol=0.0, rounding=0.0):
-    """L2 sensitivity of the rounded solver point that output perturbation releases.
+    """L2 sensitivity of the solver point that output perturbation releases.
 
     ``2 lipschitz / (n alpha) + 2 solver_tol / alpha + 2 rounding``: the exact
     minimiser's (Chaudhuri et al. 2011, Corollary 1), the solver's distance to
-    it on each side, and the rounding to the release grid on each side. Both
+    it on each side, and the grid margin on each side. Both
     the Gamma-norm (:func:`output_perturbation_beta`) and the Gaussian
     calibrations of output perturbation use it.
     """
@@ -205,19 +207,22 @@ def solver_residual_beta(epsilon, strong_convexity, solver_tol, rounding=0.0):
 
     Guarantee: if the exact perturbed minimiser ``w*`` is ``eps1``-DP and the
     solver's point ``w = w* + e`` satisfies ``||e|| <= solver_tol /
-    strong_convexity``, then releasing ``add_on_grid(w, b', grid)`` with
-    ``b' ~ gamma_norm_noise(d, beta)``, ``beta = epsilon / (2 r)``, ``r =
-    solver_tol / strong_convexity + rounding`` and ``rounding =
-    rounding_radius(grid, d)``, is ``(eps1 + epsilon)``-DP.
+    strong_convexity + rounding``, then releasing ``add_on_grid(w, b',
+    grid)`` with ``b' ~ gamma_norm_noise(d, beta)``, ``beta = epsilon / (2
+    r)`` and ``r = solver_tol / strong_convexity + rounding``, is ``(eps1 +
+    epsilon)``-DP. ``rounding`` holds every distance beyond the solver's
+    tolerance: :func:`float_input_radius` (``b`` reaches the solver as
+    float64) plus the grid margin :func:`rounding_radius`.
 
     Why: for a given data set ``D`` the solver's point is a function of the
     exact minimiser, ``w = v + e_D(v)``, so the release is a randomised map
-    ``K_D`` applied to ``w* = v``. For neighbours ``D, D'`` and the same ``v``,
-    the rounded points ``g_D = round(v + e_D)`` and ``g_D' = round(v + e_D')``
-    differ coordinate-wise by at most ``|e_D - e_D'|_j + grid``, so by at most
-    ``2 solver_tol / strong_convexity + sqrt(d) grid = 2 r`` in norm; by the
-    cell argument of :func:`add_on_grid`, ``K_D(u | v) <= exp(2 beta r)
-    K_D'(u | v) = exp(epsilon) K_D'(u | v)``. ``K_D'`` is one fixed randomised
+    ``K_D`` applied to ``w* = v``. For neighbours ``D, D'`` and the same ``v``
+    the points ``v + e_D`` and ``v + e_D'`` are at most ``2 r`` apart, and
+    ``K_D`` releases the grid cells of the exact sum ``v + e_D + b'``
+    (:func:`add_on_grid`), post-processing of ``v + e_D + b'``, whose density
+    at any point changes by at most ``exp(2 beta r) = exp(epsilon)`` when
+    ``v + e_D`` moves by ``2 r``: ``K_D(u | v) <= exp(epsilon) K_D'(u | v)``.
+    ``K_D'`` is one fixed randomised
     map, so applying it to the ``eps1``-DP ``w*`` of ``D`` or of ``D'`` costs
     ``exp(eps1)``: together ``exp(eps1 + epsilon)``. This is the pure-DP
     analogue of the inexact-solver argument of Lowy and Razaviyayn (2021) and of
@@ -233,7 +238,7 @@ def solver_residual_beta(epsilon, strong_convexity, solver_tol, rounding=0.0):
         The solver's tolerance, > 0, fixed before seeing the data: its point is
         within ``solver_tol / strong_convexity`` of the exact minimiser.
     rounding : float, default=0.0
-        :func:`rounding_radius` of the release grid.
+        Further distance of the solver's point from ``w*`` (see above).
 
     Returns
     -------
@@ -402,8 +407,8 @@ def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature, *, lipsc
 
 
 #: Spacing of the release grid relative to the sensitivity scale it is chosen
-#: for: rounding then moves a point by at most ``2^-31`` of that scale (a
-#: relative 1e-9 of extra noise). The guarantee of ``add_on_grid`` holds for any
+#: for: releasing the grid cell of ``w + b`` moves it by at most ``2^-31`` of
+#: that scale (a relative 1e-9). The guarantee of ``add_on_grid`` holds for any
 #: grid; coarser grids only cost accuracy, and finer ones would make the
 #: integer coordinates of large weights reach the clipping limit (weights up to
 #: ``2^31 * scale / sqrt(d)`` in size are represented exactly).
@@ -422,7 +427,10 @@ def release_grid(scale, d):
 
 
 def rounding_radius(grid, d):
-    """How far rounding to the grid can move a point of R^d: ``sqrt(d) grid / 2``."""
+    """How far rounding to the grid can move a point of R^d: ``sqrt(d) grid / 2``.
+
+    The calibrations add it as a margin (``docs/privacy.rst``, "Exact noise").
+    """
     return math.sqrt(d) * grid / 2.0
 
 
