@@ -31,7 +31,7 @@ __all__ = ["BitStream", "URand", "less", "exact_normal", "exact_exponential", "C
 CHUNK = 32
 
 # Bits read from the NoiseSource at a time (one os.urandom call per block).
-_BLOCK = 2048
+_BLOCK = 512
 
 
 class BitStream:
@@ -74,9 +74,9 @@ class URand:
 
     __slots__ = ("p", "n")
 
-    def __init__(self):
-        self.p = 0
-        self.n = 0
+    def __init__(self, p=0, n=0):
+        self.p = p
+        self.n = n
 
     def extend(self, n, bits):
         """Draw digits until ``n`` are known (no-op when already known)."""
@@ -105,16 +105,31 @@ def less(a, b, bits):
         n += CHUNK
 
 
-def _below_half(z, bits):
-    z.extend(max(z.n, 1), bits)
-    return (z.p >> (z.n - 1)) == 0
+def _fresh_below(previous, bits):
+    """A fresh u-rand ``z`` and whether ``z < previous`` (``None``: the constant 1/2).
+
+    The common case, ``previous`` known to exactly one chunk, compares one
+    chunk of ``z`` without building the general comparison; it is the same
+    comparison as :func:`less`, which takes over on a tie.
+    """
+    if previous is None:
+        z = URand(bits.take(CHUNK), CHUNK)
+        return z, (z.p >> (CHUNK - 1)) == 0
+    if previous.n == CHUNK:
+        p = bits.take(CHUNK)
+        if p != previous.p:
+            return URand(p, CHUNK), p < previous.p
+        z = URand(p, CHUNK)
+    else:
+        z = URand()
+    return z, less(z, previous, bits)
 
 
 def _decreasing_run_is_even(start, bits, extra=None):
     """Whether the longest run ``start > z1 > z2 > ...`` of fresh u-rands is even.
 
     ``start`` is a u-rand (refined in place by the comparisons), or None for the
-    constant 1/2. ``extra(i)``, when given, is a further independent event each
+    constant 1/2. ``extra()``, when given, is a further independent event each
     step must also pass (Karney's Algorithm B). The run reaches length ``m``
     with probability ``s^m q^m / m!`` (``s`` the start, ``q`` the probability
     of ``extra``), so it stops at an even length with probability
@@ -123,17 +138,11 @@ def _decreasing_run_is_even(start, bits, extra=None):
     length = 0
     previous = start
     while True:
-        z = URand()
-        if previous is None:
-            if not _below_half(z, bits):
-                break
-        elif not less(z, previous, bits):
-            break
-        if extra is not None and not extra():
-            break
+        z, below = _fresh_below(previous, bits)
+        if not below or (extra is not None and not extra()):
+            return length % 2 == 0
         previous = z
         length += 1
-    return length % 2 == 0
 
 
 def _bernoulli_exp_half(bits):
