@@ -9,6 +9,8 @@ to bottom shows where each part of epsilon goes.
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from .._data._threads import single_threaded_blas
 from .._optimize._binary import minimize_regularized_loss
 from .._optimize._multinomial_solver import minimize_multinomial_loss, multinomial_tolerance_floor
@@ -237,7 +239,9 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
         return add_on_grid(w.ravel(), _draw(plan, size, rng), plan.grid).reshape(shape)
 
     b = _draw(plan, size, rng)
-    w = _minimize(loss, Z, y, plan.strong_convexity, plan.tol, linear=b.reshape(shape) / n)
+    # The correctly rounded floats of the exact draw (docs/privacy.rst, "Exact noise").
+    linear = np.asarray(b, dtype=float).reshape(shape) / n
+    w = _minimize(loss, Z, y, plan.strong_convexity, plan.tol, linear=linear)
     return add_on_grid(w.ravel(), gamma_norm_noise(size, plan.residual_beta, rng),
                        plan.grid).reshape(shape)
 
