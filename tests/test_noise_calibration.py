@@ -46,7 +46,9 @@ from dpsk._optimize._binary import minimize_regularized_loss
 from dpsk._optimize._losses import HuberLoss, LogisticLoss
 from dpsk.mechanisms._erm import SOLVER_EPSILON_SHARE, private_erm
 from dpsk.mechanisms._noise import (
+    float_input_radius,
     gamma_norm_noise,
+    noise_norm_bound,
     objective_perturbation_calibration,
     output_perturbation_beta,
     release_grid,
@@ -61,6 +63,16 @@ P_THRESHOLD = 1e-3
 def _rounding(n, strong_convexity, d, lipschitz=1.0):
     """How far the release grid private_erm uses can move a point (a public number)."""
     return rounding_radius(release_grid(2.0 * lipschitz / (n * strong_convexity), d), d)
+
+
+def _residual_margin(loss, n, d, alpha):
+    """The residual's margin: the grid's, plus the float64 rounding of b for the solver."""
+    calibration = _objective_calibration(loss, n, alpha)
+    strong = alpha + calibration.extra_alpha
+    return _rounding(n, strong, d) + float_input_radius(
+        noise_norm_bound(d, beta=calibration.beta), n, strong, d)
+
+
 SMALLER = 0.9  # "noise 10% too small": every norm scaled by 0.9, i.e. beta / 0.9
 EPSILON = 1.0
 TOL = 1e-10
@@ -189,7 +201,7 @@ def _recovery_error_bound(loss, n, d, alpha):
     calibration = _objective_calibration(loss, n, alpha)
     strong = alpha + calibration.extra_alpha
     beta_res = solver_residual_beta(SOLVER_EPSILON_SHARE * EPSILON, strong, TOL,
-                                    rounding=_rounding(n, strong, d))
+                                    rounding=_residual_margin(loss, n, d, alpha))
     r_max = stats.gamma(a=d, scale=1.0 / beta_res).isf(1e-12)
     # Rounding to the release grid moves the point by at most the rounding radius.
     r_max += 2 * _rounding(n, strong, d)
@@ -230,7 +242,7 @@ def test_residual_sampler_law():
     loss, n, d, alpha, n_draws = RESIDUAL_CASE
     strong = alpha + _objective_calibration(loss, n, alpha).extra_alpha
     beta = solver_residual_beta(SOLVER_EPSILON_SHARE * EPSILON, strong, TOL,
-                                rounding=_rounding(n, strong, d))
+                                rounding=_residual_margin(loss, n, d, alpha))
     source = NoiseSource.seeded(99)
     norms = np.array([np.linalg.norm(gamma_norm_noise(d, beta, source)) for _ in range(n_draws)])
     check_gamma_law(norms, d, beta)
@@ -254,7 +266,8 @@ def _expected_rates(loss, n, d, alpha):
     calibration = _objective_calibration(loss, n, alpha)
     strong = alpha + calibration.extra_alpha
     return [calibration.beta, solver_residual_beta(SOLVER_EPSILON_SHARE * EPSILON, strong, TOL,
-                                                   rounding=_rounding(n, strong, d))]
+                                                   rounding=_residual_margin(loss, n, d,
+                                                                             alpha))]
 
 
 def test_private_erm_draws_the_residual_rate(monkeypatch):

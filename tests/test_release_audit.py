@@ -615,8 +615,58 @@ def test_attack_noise_replay_from_saved_model():
     assert restored.get_params()["random_state"] is None
     candidates = [o for o in reachable_objects(restored)
                   if hasattr(o, "standard_normal") or hasattr(o, "bit_generator")
-                  or hasattr(o, "generate_state") or hasattr(o, "gamma")]
+                  or hasattr(o, "generate_state") or hasattr(o, "gamma")
+                  or hasattr(o, "randbits") or hasattr(o, "_draw")]
     assert candidates == []
+
+
+def _tail_release(point, k, sigma, grid, bits):
+    """Releases of ``point + sigma G`` with ``G`` conditioned on ``floor(|G|) = k``.
+
+    Steps 3-5 of Karney's Algorithm N with ``k`` fixed draw the fraction of
+    ``|G|`` given its integer part exactly, so the far tail is reached without
+    waiting for it; the draw goes through the real release (add_on_grid).
+    """
+    import dpsk.mechanisms._samplers as samplers
+    from dpsk.mechanisms._exact import URand, _bernoulli_b
+
+    def fraction():
+        while True:
+            x = URand()
+            if all(_bernoulli_b(k, x, bits) for _ in range(k + 1)):
+                return x
+
+    draw = samplers._GaussianDraw.__new__(samplers._GaussianDraw)
+    draw.bits, draw.sigma, draw.precision = bits, float(sigma).as_integer_ratio(), 0
+    draw.normals = [(False, k, fraction()) for _ in point]
+    draw.refine(samplers.FIRST_PRECISION)
+    noise = np.zeros(len(point)).view(samplers.ExactNoise)
+    noise._draw = draw
+    return samplers.add_on_grid(point, noise, grid)
+
+
+@pytest.mark.parametrize("k", [5, 8])
+def test_attack_unreachable_tail_cells(k):
+    # The audit's attack: with noise from inverted 52-bit uniforms, a Gaussian
+    # coordinate beyond ~4.5 sigma lands on only some of the release grid's
+    # cells (consecutive noise values are sigma 2^-52 / phi(z) apart, 2^-4.5
+    # sigma at 8 sigma), so an attacker who knows both neighbours' solver
+    # points checks whether release - k_D' is a cell the sampler can produce.
+    # With exact noise every cell is reached at its rate: the residues of
+    # release - k_D' modulo 256, at the release grid's relative fineness, are
+    # uniform under D, in the far tail.
+    from scipy import stats
+
+    from dpsk.mechanisms._exact import BitStream
+    from dpsk.mechanisms._noise import GRID_FRACTION
+
+    sigma, shift = 1.0, 0.37  # the neighbours' solver points, 0.37 sigma apart
+    grid = GRID_FRACTION * sigma
+    point = np.full(2000, 0.123456789)
+    released = _tail_release(point, k, sigma, grid, BitStream(NoiseSource.seeded(50 + k)))
+    k_d_prime = round((0.123456789 + shift) / grid)
+    residues = (np.rint(released / grid).astype(np.int64) - k_d_prime) % 256
+    assert stats.chisquare(np.bincount(residues, minlength=256)).pvalue > 1e-3
 
 
 def test_attack_iteration_count_is_gone():

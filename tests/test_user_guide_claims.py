@@ -17,7 +17,8 @@ from dpsk.mechanisms._noise import gamma_norm_noise
 from dpsk.mechanisms._random import noise_source
 
 
-@pytest.mark.parametrize("d", [4, 64, 1024])
+# d = 1024 draws four million exact normals (about a minute): slow.
+@pytest.mark.parametrize("d", [4, 64, pytest.param(1024, marks=pytest.mark.slow)])
 def test_gamma_noise_on_a_score_has_rms_sqrt_d_plus_one_over_beta(d):
     # Guide: E[(x . b)^2] = ||x||^2 (d + 1) / beta^2 for Gamma-norm noise.
     beta, draws = 2.0, 4000

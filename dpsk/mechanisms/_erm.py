@@ -11,6 +11,8 @@ import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numpy as np
+
 from .._data._threads import single_threaded_blas
 from .._optimize._binary import minimize_regularized_loss
 from .._optimize._multinomial_solver import minimize_multinomial_loss, multinomial_tolerance_floor
@@ -21,6 +23,7 @@ from ._gradient import noisy_gradient_descent
 from ._noise import (
     add_on_grid,
     analytic_gaussian_sigma,
+    float_input_radius,
     gamma_norm_noise,
     gaussian_noise,
     gaussian_objective_calibration,
@@ -222,8 +225,12 @@ def _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems
     # ||b|| is the sampler's, not this draw's, so tol does not depend on b).
     tol = max(tol, _tolerance_floor(loss, d, strong_convexity, b_bound / n))
     grid = release_grid(2.0 * loss.lipschitz / (n * strong_convexity), size)
-    residual_beta = solver_residual_beta(epsilon_solver, strong_convexity, tol,
-                                         rounding=rounding_radius(grid, size))
+    # The residual noise also covers handing the exact b to the solver as
+    # float64 (float_input_radius), next to the grid margin.
+    residual_beta = solver_residual_beta(
+        epsilon_solver, strong_convexity, tol,
+        rounding=rounding_radius(grid, size)
+        + float_input_radius(b_bound, n, strong_convexity, size))
     return _NoisePlan(beta, sigma, strong_convexity, tol, grid, residual_beta)
 
 
@@ -256,7 +263,9 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
         return add_on_grid(w.ravel(), _draw(plan, size, rng), plan.grid).reshape(shape)
 
     b = _draw(plan, size, rng)
-    w = _minimize(loss, Z, y, plan.strong_convexity, plan.tol, linear=b.reshape(shape) / n)
+    # The correctly rounded floats of the exact draw (docs/privacy.rst, "Exact noise").
+    linear = np.asarray(b, dtype=float).reshape(shape) / n
+    w = _minimize(loss, Z, y, plan.strong_convexity, plan.tol, linear=linear)
     return add_on_grid(w.ravel(), gamma_norm_noise(size, plan.residual_beta, rng),
                        plan.grid).reshape(shape)
 

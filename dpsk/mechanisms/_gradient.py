@@ -87,10 +87,11 @@ def noisy_gd_schedule(n, d, alpha, loss, epsilon, delta, *, n_problems=1):
     loss gradient ``(1/n) sum_i l'(y_i w.z_i) y_i z_i`` by ``(a z - a' z') /
     n`` with ``|a|, |a'| <= lipschitz`` and norms <= 1, so by at most ``2
     lipschitz / n`` in L2, at every ``w``; the regulariser's gradient
-    ``alpha w`` does not involve the data. Each released gradient is rounded to
-    the grid, which moves it by at most ``rounding_radius(grid, d)``, so the
-    sensitivity of a step is ``s = 2 lipschitz / n + 2 rounding``. Step ``t``
-    adds ``N(0, sigma^2 I)`` and so is ``(s / sigma)``-GDP; its query depends on
+    ``alpha w`` does not involve the data. The sensitivity of a step is taken
+    as ``s = 2 lipschitz / n + 2 rounding`` (``rounding_radius(grid, d)``, a
+    margin: the release is the grid cell of the exact sum of the gradient and
+    an exact Gaussian draw, post-processing of the Gaussian mechanism). Step
+    ``t`` adds ``N(0, sigma^2 I)`` and so is ``(s / sigma)``-GDP; its query depends on
     the earlier releases only through ``w_t`` (post-processing). By the
     adaptive composition theorem of GDP (Dong, Roth and Su 2022, Corollary
     3.3) the ``K T`` steps of ``K = n_problems`` runs about the same rows are
@@ -228,8 +229,8 @@ def noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng, *, n_problems
     l'(y * Z w_t)) / n``,
 
     and step ``w_{t+1} = w_t - step_size (g_t + alpha w_t)``. Each ``g_t`` is a
-    Gaussian mechanism of sensitivity ``s`` on a grid (the sum of the rounded
-    gradient and the rounded noise is exact, so its floating-point bits carry
+    Gaussian mechanism of sensitivity ``s`` on a grid (the cell of the exact
+    sum of the gradient and an exact draw, so its floating-point bits carry
     nothing but the grid point: Mironov 2012, and ``add_on_grid``), and the
     step only post-processes releases. The ``n_problems * T`` releases compose
     to ``mu``-GDP, which is ``(epsilon, delta)``-DP (Dong, Roth and Su 2022,

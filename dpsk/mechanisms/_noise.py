@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import gammainccinv, log_ndtr, ndtr, ndtri
+from scipy.special import log_ndtr, ndtr
 
 from ..accounting._profiles import gaussian_delta
 from ._random import NoiseSource
+from ._samplers import _GRID_INT_LIMIT, add_on_grid, gamma_norm_noise, gaussian_noise  # noqa: F401
 
 __all__ = [
     "gamma_norm_noise",
@@ -39,46 +40,9 @@ __all__ = [
     "rounding_radius",
     "noise_norm_bound",
     "add_on_grid",
+    "float_input_radius",
     "GRID_FRACTION",
 ]
-
-
-def gamma_norm_noise(d, beta, rng):
-    """Draw ``b`` in R^d with density proportional to ``exp(-beta * ||b||)``.
-
-    This is the noise of Algorithms 1 and 2 of Chaudhuri et al. (2011), their
-    Eq. (7). In polar coordinates the density factorises: the norm ``||b||``
-    follows Gamma(shape=d, scale=1/beta) (the ``r^(d-1)`` surface factor times
-    ``exp(-beta r)``) and the direction is uniform on the sphere, independent of
-    the norm. We draw exactly that.
-
-    Parameters
-    ----------
-    d : int
-        Dimension, >= 1.
-    beta : float
-        Rate, > 0. The expected norm is ``d / beta``.
-    rng : NoiseSource
-        Source of the noise (``dpsk.mechanisms._random``): the OS's secure generator, or a
-        seeded one in tests. Secure sources never repeat a draw.
-
-    Returns
-    -------
-    b : ndarray of shape (d,)
-    """
-    _check_noise_source(rng)
-    d = int(d)
-    if d < 1:
-        raise ValueError(f"d must be >= 1, got {d}.")
-    if not (np.isfinite(beta) and beta > 0):
-        raise ValueError(f"beta must be a finite number > 0, got {beta!r}.")
-    direction = rng.standard_normal(d)
-    norm_dir = np.linalg.norm(direction)
-    while norm_dir == 0.0:  # probability zero, but never divide by it
-        direction = rng.standard_normal(d)
-        norm_dir = np.linalg.norm(direction)
-    radius = rng.gamma(shape=d, scale=1.0 / beta)
-    return direction * (radius / norm_dir)
 
 
 def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0, rounding=0.0):
@@ -93,11 +57,14 @@ def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0, r
     of an ``alpha``-strongly convex ``J`` with ``||x|| <= 1`` and
     ``|l'| <= lipschitz`` moves by at most ``2 * lipschitz / (n * alpha)``
     between neighbours (Theorem 1). The solver's point lies within
-    ``solver_tol / alpha`` of ``w*`` (``dpsk._optimize._solver``), and rounding it to the
-    release grid moves it by at most ``rounding``, so the rounded point moves by
-    at most ``2 * lipschitz / (n * alpha) + 2 * solver_tol / alpha +
-    2 * rounding``; :func:`add_on_grid` shows why noise with ``beta = epsilon /
-    sensitivity`` masks that on the grid (the paper's ``beta = n * alpha *
+    ``solver_tol / alpha`` of ``w*`` (``dpsk._optimize._solver``), so the
+    solver's points of two neighbours are at most ``2 * lipschitz / (n *
+    alpha) + 2 * solver_tol / alpha`` apart; ``2 * rounding`` is added as a
+    margin (no longer needed: :func:`add_on_grid` rounds the exact sum ``w +
+    b``, post-processing of the continuous mechanism, ``docs/privacy.rst``,
+    "Exact noise"). Noise of density ``exp(-beta ||b||)`` with ``beta =
+    epsilon / sensitivity`` then gives density ratios at most ``exp(epsilon)``
+    at every output (the paper's ``beta = n * alpha *
     epsilon / 2`` when the last two terms are 0).
 
     Parameters
@@ -114,8 +81,7 @@ def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0, r
         The solver's tolerance: its point is within ``solver_tol / alpha`` of
         the exact minimiser. Fixed before seeing the data.
     rounding : float, default=0.0
-        How far rounding to the release grid can move a point
-        (:func:`rounding_radius`).
+        A margin added on each side (:func:`rounding_radius` of the grid).
 
     Returns
     -------
@@ -126,11 +92,11 @@ def output_perturbation_beta(epsilon, n, alpha, lipschitz=1.0, solver_tol=0.0, r
 
 
 def output_perturbation_sensitivity(n, alpha, lipschitz=1.0, solver_tol=0.0, rounding=0.0):
-    """L2 sensitivity of the rounded solver point that output perturbation releases.
+    """L2 sensitivity of the solver point that output perturbation releases.
 
     ``2 lipschitz / (n alpha) + 2 solver_tol / alpha + 2 rounding``: the exact
     minimiser's (Chaudhuri et al. 2011, Corollary 1), the solver's distance to
-    it on each side, and the rounding to the release grid on each side. Both
+    it on each side, and the grid margin on each side. Both
     the Gamma-norm (:func:`output_perturbation_beta`) and the Gaussian
     calibrations of output perturbation use it.
     """
@@ -273,19 +239,22 @@ def solver_residual_beta(epsilon, strong_convexity, solver_tol, rounding=0.0):
 
     Guarantee: if the exact perturbed minimiser ``w*`` is ``eps1``-DP and the
     solver's point ``w = w* + e`` satisfies ``||e|| <= solver_tol /
-    strong_convexity``, then releasing ``add_on_grid(w, b', grid)`` with
-    ``b' ~ gamma_norm_noise(d, beta)``, ``beta = epsilon / (2 r)``, ``r =
-    solver_tol / strong_convexity + rounding`` and ``rounding =
-    rounding_radius(grid, d)``, is ``(eps1 + epsilon)``-DP.
+    strong_convexity + rounding``, then releasing ``add_on_grid(w, b',
+    grid)`` with ``b' ~ gamma_norm_noise(d, beta)``, ``beta = epsilon / (2
+    r)`` and ``r = solver_tol / strong_convexity + rounding``, is ``(eps1 +
+    epsilon)``-DP. ``rounding`` holds every distance beyond the solver's
+    tolerance: :func:`float_input_radius` (``b`` reaches the solver as
+    float64) plus the grid margin :func:`rounding_radius`.
 
     Why: for a given data set ``D`` the solver's point is a function of the
     exact minimiser, ``w = v + e_D(v)``, so the release is a randomised map
-    ``K_D`` applied to ``w* = v``. For neighbours ``D, D'`` and the same ``v``,
-    the rounded points ``g_D = round(v + e_D)`` and ``g_D' = round(v + e_D')``
-    differ coordinate-wise by at most ``|e_D - e_D'|_j + grid``, so by at most
-    ``2 solver_tol / strong_convexity + sqrt(d) grid = 2 r`` in norm; by the
-    cell argument of :func:`add_on_grid`, ``K_D(u | v) <= exp(2 beta r)
-    K_D'(u | v) = exp(epsilon) K_D'(u | v)``. ``K_D'`` is one fixed randomised
+    ``K_D`` applied to ``w* = v``. For neighbours ``D, D'`` and the same ``v``
+    the points ``v + e_D`` and ``v + e_D'`` are at most ``2 r`` apart, and
+    ``K_D`` releases the grid cells of the exact sum ``v + e_D + b'``
+    (:func:`add_on_grid`), post-processing of ``v + e_D + b'``, whose density
+    at any point changes by at most ``exp(2 beta r) = exp(epsilon)`` when
+    ``v + e_D`` moves by ``2 r``: ``K_D(u | v) <= exp(epsilon) K_D'(u | v)``.
+    ``K_D'`` is one fixed randomised
     map, so applying it to the ``eps1``-DP ``w*`` of ``D`` or of ``D'`` costs
     ``exp(eps1)``: together ``exp(eps1 + epsilon)``. This is the pure-DP
     analogue of the inexact-solver argument of Lowy and Razaviyayn (2021) and of
@@ -301,7 +270,7 @@ def solver_residual_beta(epsilon, strong_convexity, solver_tol, rounding=0.0):
         The solver's tolerance, > 0, fixed before seeing the data: its point is
         within ``solver_tol / strong_convexity`` of the exact minimiser.
     rounding : float, default=0.0
-        :func:`rounding_radius` of the release grid.
+        Further distance of the solver's point from ``w*`` (see above).
 
     Returns
     -------
@@ -493,15 +462,12 @@ def gaussian_objective_calibration(epsilon, delta, n, alpha, curvature, *, lipsc
 
 
 #: Spacing of the release grid relative to the sensitivity scale it is chosen
-#: for: rounding then moves a point by at most ``2^-31`` of that scale (a
-#: relative 1e-9 of extra noise). The guarantee of ``add_on_grid`` holds for any
+#: for: releasing the grid cell of ``w + b`` moves it by at most ``2^-31`` of
+#: that scale (a relative 1e-9). The guarantee of ``add_on_grid`` holds for any
 #: grid; coarser grids only cost accuracy, and finer ones would make the
 #: integer coordinates of large weights reach the clipping limit (weights up to
 #: ``2^31 * scale / sqrt(d)`` in size are represented exactly).
 GRID_FRACTION = 2.0**-30
-
-# Integer coordinates are clipped to this size, far below int64 overflow.
-_GRID_INT_LIMIT = 2.0**61
 
 
 def release_grid(scale, d):
@@ -516,64 +482,11 @@ def release_grid(scale, d):
 
 
 def rounding_radius(grid, d):
-    """How far rounding to the grid can move a point of R^d: ``sqrt(d) grid / 2``."""
-    return math.sqrt(d) * grid / 2.0
+    """How far rounding to the grid can move a point of R^d: ``sqrt(d) grid / 2``.
 
-
-def add_on_grid(point, noise, grid):
-    """Release ``round(point) + round(noise)`` on the grid, added exactly.
-
-    Guarantee: if the grid points ``round(point)`` of two neighbouring data
-    sets are at most ``s`` apart and ``noise`` has a density ``p`` with
-    ``p(b) <= exp(epsilon) p(b - t)`` for every ``||t|| <= s`` (the Gamma-norm
-    law with ``beta = epsilon / s``), the release is ``epsilon``-DP, and its
-    floating-point bits carry nothing else.
-
-    Why: adding ``point + noise`` in floating point rounds to a value whose low
-    bits depend on ``point`` itself: which floats the release can take, and how
-    often, differs between neighbours (Mironov, 2012, "On significance of the
-    least significant bits for differential privacy"). dpsk's own audit found
-    an event with probability 0.44 on one data set and 0 on its neighbour.
-    Here both terms are rounded to integer multiples ``k grid`` of a power of
-    two (exact: ``point / grid`` is exact and so is rounding it) and the
-    integers are added exactly, so the release is the grid point
-    ``(k_point + k_noise) grid`` and nothing else. Its probability is the
-    noise's mass on the cell ``C(u - g) = {b : round(b) = u - g}`` around
-    ``u - g``, with ``g`` the rounded point. Cells are translates of one
-    another by grid vectors, so for neighbours with rounded points ``g, g'``
-    the map ``b -> b - (g - g')`` takes ``C(u - g)`` onto ``C(u - g')``, and the
-    density ratio along it is at most ``exp(epsilon)``: the two probabilities
-    are within that factor. The noise is drawn without the data, so the
-    rounding of the draw itself (a data-independent change of the noise law at
-    relative order ``2^-52``) does not depend on the data.
-
-    Parameters
-    ----------
-    point : ndarray of shape (d,)
-        The data-dependent point (the solver's weights).
-    noise : ndarray of shape (d,)
-    grid : float
-        A power of two (:func:`release_grid`).
-
-    Returns
-    -------
-    release : ndarray of shape (d,)
+    The calibrations add it as a margin (``docs/privacy.rst``, "Exact noise").
     """
-    # Clipping the data-dependent point is a contraction: it cannot increase the
-    # distance between the neighbours' points. The noise is never clipped: a
-    # clipped noise coordinate would leave round(point) readable in the release.
-    k_point = np.rint(np.clip(np.asarray(point, dtype=float) / grid,
-                              -_GRID_INT_LIMIT, _GRID_INT_LIMIT))
-    k_noise = np.rint(np.asarray(noise, dtype=float) / grid)
-    if not np.all(np.isfinite(k_noise)):  # the noise alone decides this
-        raise ValueError("The noise does not fit the release grid.")
-    if np.all(np.abs(k_noise) < _GRID_INT_LIMIT):
-        total = (k_point.astype(np.int64) + k_noise.astype(np.int64)).astype(np.float64)
-    else:
-        # Beyond int64: exact Python integers. Converting the exact sum to float
-        # is a function of the release alone.
-        total = np.array([float(int(a) + int(b)) for a, b in zip(k_point, k_noise)])
-    return total * grid
+    return math.sqrt(d) * grid / 2.0
 
 
 def exponential_mechanism(utilities, epsilon, sensitivity, rng):
@@ -688,27 +601,58 @@ def classical_gaussian_sigma(epsilon, delta, sensitivity):
     return math.sqrt(2.0 * math.log(1.25 / delta)) * sensitivity / epsilon
 
 
-def noise_norm_bound(d, *, beta=None, sigma=None):
-    """The largest noise norm the samplers of :class:`~dpsk.mechanisms._random.NoiseSource` produce.
+#: Tail probability of :func:`noise_norm_bound`: ``2^-128``.
+NORM_BOUND_LOG_TAIL = 128.0 * math.log(2.0)
 
-    Their uniforms lie in ``[2^-53, 1 - 2^-53]``, so the Gamma-norm radius is at
-    most the Gamma(d, 1/beta) quantile at ``1 - 2^-53`` and every Gaussian
-    coordinate at most ``ndtri(1 - 2^-53) sigma`` in size. A bound that holds
-    for every draw and depends on nothing but ``d`` and the scale: the solver's
-    tolerance floor uses it (``dpsk._optimize._solver.tolerance_floor``).
+
+def noise_norm_bound(d, *, beta=None, sigma=None):
+    """A norm the exact noise exceeds with probability at most ``2^-128``.
+
+    The exact samplers (:mod:`dpsk.mechanisms._samplers`) have unbounded
+    support, so no bound holds for every draw; this one fails with probability
+    below ``2^-128`` and depends on nothing but ``d`` and the scale. The
+    solver's tolerance floor (``dpsk._optimize._solver.tolerance_floor``) and
+    the float rounding of objective perturbation's ``b``
+    (:func:`float_input_radius`) use it. With ``x = 128 log 2``:
+
+    * Gamma-norm, ``beta ||b|| ~ Gamma(d, 1)``: its centred log-moment
+      generating function is ``-d log(1 - l) - d l = d sum_{m >= 2} l^m / m <=
+      d l^2 / (2 (1 - l))`` for ``0 <= l < 1``, the sub-gamma condition with
+      variance ``d`` and scale 1, so ``P(beta ||b|| >= d + sqrt(2 d x) + x) <=
+      e^-x`` (Boucheron, Lugosi and Massart 2013, Section 2.4).
+    * Gaussian, ``||b||^2 / sigma^2`` chi-square with ``d`` degrees of freedom:
+      ``P(||b||^2 / sigma^2 >= d + 2 sqrt(d x) + 2 x) <= e^-x`` (Laurent and
+      Massart 2000, Lemma 1).
+
+    The float results are raised by a relative ``1e-12`` to cover their own
+    rounding.
     """
+    d = int(d)
+    x = NORM_BOUND_LOG_TAIL
     if beta is not None:
         _check_positive(beta=beta)
-        return float(gammainccinv(int(d), 2.0**-53)) / beta
+        return (d + math.sqrt(2.0 * d * x) + x) / beta * (1.0 + 1e-12)
     _check_positive(sigma=sigma)
-    return float(ndtri(1.0 - 2.0**-53)) * sigma * math.sqrt(d)
+    return sigma * math.sqrt(d + 2.0 * math.sqrt(d * x) + 2.0 * x) * (1.0 + 1e-12)
 
 
-def gaussian_noise(d, sigma, rng):
-    """Draw ``N(0, sigma^2 I_d)`` from a :class:`~dpsk.mechanisms._random.NoiseSource`."""
-    _check_noise_source(rng)
-    _check_positive(sigma=sigma)
-    return sigma * rng.standard_normal(int(d))
+def float_input_radius(b_bound, n, strong_convexity, d):
+    """How far handing ``b / n`` to the solver in float64 moves the exact minimiser.
+
+    The solver of objective perturbation reads ``linear = fl(fl(b) / n)``,
+    ``fl(b)`` the correctly rounded draw. Per coordinate, unless ``b_j / n``
+    is subnormal, ``|fl(b_j) - b_j| <= 2^-53 |b_j|`` and the division adds
+    ``2^-53 |fl(b_j) / n|``, so ``|linear_j - b_j / n| <= (2^-53 + 2^-53 (1 +
+    2^-53)) |b_j| / n <= 2^-51.9 |b_j| / n``; a subnormal result is off by at
+    most ``2^-1074`` more. So ``||linear - b / n|| <= 2^-51 ||b|| / n + sqrt(d)
+    2^-1074``. Changing the linear term of a ``strong_convexity``-strongly
+    convex objective by ``v`` moves its minimiser by at most ``||v|| /
+    strong_convexity`` (compare the two first-order conditions), and ``||b||
+    <= b_bound`` (:func:`noise_norm_bound`). The residual noise covers this
+    distance (:func:`solver_residual_beta`).
+    """
+    _check_positive(strong_convexity=strong_convexity)
+    return (2.0**-51 * b_bound / n + math.sqrt(d) * 2.0**-1074) / strong_convexity * (1 + 1e-12)
 
 
 def _check_positive(**values):

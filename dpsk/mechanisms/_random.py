@@ -26,20 +26,19 @@ Generators, ``RandomState`` and ``SeedSequence`` objects are refused, because
 an estimator keeps its parameters in ``get_params()`` and its pickle, and such
 an object would let whoever holds the saved model redraw the noise.
 
-The samplers transform uniforms by the inverse of the target distribution
-function (``scipy.special.ndtri`` for the normal, the inverse regularised
-incomplete gamma function for the Gamma law), so the same code draws secure
-and seeded noise and the tests of one are tests of the other. Uniforms have 52
-random bits and lie in ``[2^-53, 1 - 2^-53]``: like every floating-point
-sampler, this truncates the tails at probability about 1e-16 (Mironov, 2012,
-discusses the privacy consequences of floating-point noise).
+Privacy noise of a continuous law (Gaussian, Gamma-norm) is drawn exactly by
+:mod:`dpsk.mechanisms._samplers` from integer bits (:meth:`NoiseSource.randbits`):
+there is no floating-point inversion of a uniform anywhere on that path, whose
+finite resolution would leave most fine grid cells of the tails unreachable.
+:meth:`NoiseSource.random` (52-bit uniforms on ``(0, 1)``) remains for the
+discrete selections that still use it (:meth:`NoiseSource.choice`, the
+stopping rule of :class:`~dpsk.DPGridSearch`).
 """
 
 import os
 from numbers import Integral
 
 import numpy as np
-from scipy.special import gammainccinv, gammaincinv, ndtri
 
 __all__ = ["NoiseSource", "validate_random_state", "noise_source", "public_rng"]
 
@@ -131,30 +130,9 @@ class NoiseSource:
         """Uniform draws on the open interval (0, 1), with 52 random bits each."""
         count = 1 if size is None else int(np.prod(size, dtype=np.int64))
         words = np.frombuffer(self._bytes(8 * count), dtype=np.uint64)
-        # (k + 1/2) 2^-52 for a 52-bit k is exact in float64 and never 0 or 1, and
-        # 1 - u is exact too, which the two-sided inversions below rely on.
+        # (k + 1/2) 2^-52 for a 52-bit k is exact in float64 and never 0 or 1.
         u = ((words >> np.uint64(12)).astype(np.float64) + 0.5) * _TWO_POW_M52
         return float(u[0]) if size is None else u.reshape(size)
-
-    def standard_normal(self, size=None):
-        """Standard normal draws (inverse of the normal distribution function)."""
-        return ndtri(self.random(size))
-
-    def gamma(self, shape, scale=1.0, size=None):
-        """Gamma(shape, scale) draws by inverting the regularised incomplete gamma function.
-
-        The lower tail is inverted through ``P(shape, x) = u`` and the upper tail
-        through ``Q(shape, x) = 1 - u``, so both tails keep full relative precision.
-        """
-        if not (np.isfinite(shape) and shape > 0 and np.isfinite(scale) and scale > 0):
-            raise ValueError("shape and scale must be finite numbers > 0.")
-        u = np.atleast_1d(self.random(size))
-        lower = u <= 0.5
-        x = np.empty_like(u)
-        x[lower] = gammaincinv(shape, u[lower])
-        x[~lower] = gammainccinv(shape, 1.0 - u[~lower])
-        x *= scale
-        return float(x[0]) if size is None else x.reshape(size)
 
     def choice(self, n_options, p):
         """An index in ``range(n_options)`` drawn with probabilities ``p``."""
