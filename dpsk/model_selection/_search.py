@@ -191,21 +191,27 @@ def _fit_and_count(candidate, X_train, y_train, X_hold, y_hold):
 
 
 def _quietly(function, *args):
-    """``function(*args)`` with warnings, output and logging silenced, in any process.
+    """``(True, function(*args))`` with warnings, output and logging silenced, in any
+    process; ``(False, None)`` if it raised.
 
     joblib runs this in worker processes too, where the parent's silencing does
-    not reach: each task silences itself. An exception comes out as a bare
-    :class:`_RunFailed`, without its message, traceback or cause, which could
-    carry data or name the run that failed (the search then fails, charged).
+    not reach: each task silences itself. A failure is reported as a bare flag:
+    the exception, its message and traceback could carry data or name the run
+    that failed, so it never leaves the task (nor crosses to the parent, nor
+    makes joblib tear down its workers); the search then fails, charged.
     """
-    failed = False
     with silenced(), muted():
         try:
-            return function(*args)
-        except Exception:  # noqa: BLE001 - replaced below, outside the handler
-            failed = True
-    if failed:
+            return True, function(*args)
+        except Exception:  # noqa: BLE001 - the cause is dropped on purpose
+            return False, None
+
+
+def _unwrap(results):
+    """The results of :func:`_quietly` tasks, or :class:`_RunFailed` if any failed."""
+    if not all(ok for ok, _ in results):
         raise _RunFailed("An inner fit of DPGridSearch failed; the cause is withheld.")
+    return [result for _, result in results]
 
 
 def _for_run(prototype, random_state):
@@ -698,12 +704,12 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         held_out = parts[-1]
         X_hold, y_hold = _safe_indexing(X, held_out), y[held_out]
         estimators = [candidate(p, 1, i) for i, p in enumerate(candidates)]
-        results = Parallel(n_jobs=self.n_jobs)(
+        results = _unwrap(Parallel(n_jobs=self.n_jobs)(
             delayed(_quietly)(
                 _fit_and_count, est, _safe_indexing(X, part), y[part], X_hold, y_hold
             )
             for est, part in zip(estimators, parts[:-1])
-        )
+        ))
         # ``epsilon`` is the search's total cost; each step (the parallel fits, the
         # selection, a refit) runs at the per-step epsilon, half of it with refit.
         fit_eps, fit_delta = (epsilon / 2.0, delta / 2.0) if self.refit else (epsilon, delta)
@@ -747,11 +753,11 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             shares[j % n_tasks].append(
                 (j, int(i), _derived_seed(seed, 3, j), _derived_seed(seed, 4, j)))
         del plan  # K and the candidates of the runs are secret
-        results = Parallel(n_jobs=self.n_jobs)(
+        results = _unwrap(Parallel(n_jobs=self.n_jobs)(
             delayed(_quietly)(_best_of_runs, share, prototypes, run_eps,
                               X_train, y_train, X_val, y_val)
             for share in shares
-        )
+        ))
         del shares
         # The first best over all runs: the highest score, then the earliest run.
         best_score, _, index, best = max((r for r in results if r is not None),
