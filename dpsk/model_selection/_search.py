@@ -332,10 +332,14 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     from private candidates", STOC; no cap, ``T = infinity``): the best of
     ``K ~ Geometric(gamma)`` independent ``eps0``-DP runs is ``3 eps0``-DP, for
     every ``gamma``. ``docs/grid_search.rst`` derives it. The guarantee needs
-    ``K`` to stay secret: it is never stored or reported, but a fit's duration
-    grows with it (an observer who times the fit learns about ``K``; nothing in
-    dpsk hides timing). Inner estimators must be pure ``epsilon``-DP (``delta =
-    0``); others are refused before anything is spent.
+    ``K`` to stay secret. It is never stored or reported, and nothing else but
+    time depends on it: inner fits spend on scratch ledgers that write no file,
+    the runs are dealt into a fixed number of joblib tasks (so the same threads
+    and processes), and their output, logging and failures are discarded (see
+    "What a search reveals" in ``docs/grid_search.rst``). A fit's duration, and
+    its workers' CPU time, grow with ``K``: an observer who times the fit learns
+    about ``K`` (nothing in dpsk hides timing). Inner estimators must be pure
+    ``epsilon``-DP (``delta = 0``); others are refused before anything is spent.
 
     The candidate list must not depend on the private data. Nothing that depends
     on the data without noise is exposed: no per-candidate scores, mistake
@@ -349,8 +353,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         A dpsk estimator (``DPLogisticRegression``, ``DPHuberSVM``, ...) or a
         :class:`~sklearn.pipeline.Pipeline` whose final step is one. The search
         overrides the inner ``epsilon`` (whatever it was) with its own
-        ``epsilon``, gives every inner fit its own throwaway ``BudgetAccountant``
-        (so the search is charged once, here) and its own noise (fresh secure
+        ``epsilon``, gives every inner fit its own scratch ledger, in memory and
+        never written to a file (so the search is charged once, here) and its own
+        noise (fresh secure
         noise, or a seed derived from ``random_state``). Its ``classes`` are
         used by every candidate; if they are None, the search reads them from
         ``y`` once (with a :class:`~dpsk.ClassesFromDataWarning`) and declares
@@ -359,6 +364,10 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         (``FunctionTransformer``, ``Normalizer``, ...): if any candidate has a
         step that learns from the data (``StandardScaler``), the search refuses
         to run unless ``allow_learned_steps=True``.
+        Inner estimators must not print: a truthy ``verbose`` (or
+        ``verbosity``) parameter anywhere in a candidate is refused before
+        anything is spent, and everything inner fits print or log is discarded
+        (process-wide while the search runs, other threads' output included).
     param_grid : dict or list of dicts
         As in :class:`~sklearn.model_selection.ParameterGrid`; for a Pipeline use
         ``<step>__<param>`` keys. It must not set ``epsilon``, ``accountant``,
@@ -379,7 +388,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         any data is read, and spent once the input has passed the domain checks:
         a search that fails after that has still read the data, and is charged.
     n_jobs : int or None, default=None
-        joblib workers for the ``m`` candidate fits.
+        joblib workers. ``"disjoint"``: one task per candidate fit.
+        ``"random-stopping"``: the runs are dealt into exactly
+        ``joblib.effective_n_jobs(n_jobs)`` tasks, whatever their number.
     random_state : int or None, default=None
         None: the split comes from a public generator with its own fresh OS
         entropy, and the selection and every candidate's noise from the operating
@@ -619,7 +630,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         ------
         ValueError, TypeError
             Before anything is spent: bad parameters, candidates with learned
-            pipeline steps, fewer than ``m + 1`` rows, input outside the domain.
+            pipeline steps or set to print (``verbose``), fewer than ``m + 1``
+            rows, input outside the domain.
         dpsk.BudgetExceededError
             Before anything is spent.
         dpsk.PrivateFitError
