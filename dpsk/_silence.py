@@ -8,15 +8,22 @@ inverse on sampled rows), so nothing it emits may reach the analyst.
 concurrent fits to finish switches the filter back on for the other. Here one
 lock-protected counter keeps an "ignore" filter in place from the first entry
 to the last exit, whichever threads they come from.
+
+:func:`muted` does the same for output: stdout, stderr and logging. A search
+uses it around its inner fits, whose printed lines could count its secret
+number of runs.
 """
 
+import logging
+import os
+import sys
 import threading
 import warnings
 from contextlib import contextmanager
 
 import numpy as np
 
-__all__ = ["silenced"]
+__all__ = ["silenced", "muted"]
 
 _LOCK = threading.Lock()
 _STATE = {"depth": 0, "filters": None}
@@ -51,3 +58,87 @@ def silenced():
                 warnings.filters[:] = _STATE["filters"]
                 _STATE["filters"] = None
                 _filters_changed()
+
+
+# -- output: stdout, stderr (Python and file-descriptor level) and logging ---------
+_MUTE_LOCK = threading.Lock()
+_MUTE_STATE = {"depth": 0, "saved": None}
+# A level above every level logging knows of (custom ones included).
+_ALL_LEVELS = 2**31 - 1
+
+
+def _flush_c_stdio():
+    """Flush the C library's stdout/stderr buffers (output of compiled code)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except Exception:  # noqa: BLE001 - no libc handle (Windows): nothing buffered there
+        pass
+
+
+def _flush(stream):
+    try:
+        stream.flush()
+    except Exception:  # noqa: BLE001 - a closed or odd stream: nothing to keep
+        pass
+
+
+def _mute():
+    """Point stdout, stderr (objects and descriptors 1, 2) at the null device, and
+    disable logging; return what is needed to undo it."""
+    streams = (sys.stdout, sys.stderr)
+    for stream in streams:
+        _flush(stream)  # what was printed before the block still gets out
+    _flush_c_stdio()
+    sink = open(os.devnull, "w")  # noqa: SIM115 - closed in _unmute
+    descriptors = []
+    for fd in (1, 2):
+        try:
+            saved = os.dup(fd)
+        except OSError:  # closed (a daemon): nothing can reach it anyway
+            continue
+        os.dup2(sink.fileno(), fd)
+        descriptors.append((fd, saved))
+    sys.stdout = sys.stderr = sink
+    logging_level = logging.root.manager.disable
+    logging.disable(_ALL_LEVELS)
+    return streams, sink, descriptors, logging_level
+
+
+def _unmute(saved):
+    streams, sink, descriptors, logging_level = saved
+    # Whatever was buffered inside the block goes to the null device, now.
+    _flush(sink)
+    _flush_c_stdio()
+    for fd, copy in descriptors:
+        os.dup2(copy, fd)
+        os.close(copy)
+    sys.stdout, sys.stderr = streams
+    sink.close()
+    logging.disable(logging_level)
+
+
+@contextmanager
+def muted():
+    """Send everything printed or logged inside the block nowhere.
+
+    ``sys.stdout`` and ``sys.stderr``, file descriptors 1 and 2 (what compiled
+    code and child processes write to) and the :mod:`logging` system are
+    silenced, process-wide, from the first entry to the last exit (re-entrant
+    and thread-safe, like :func:`silenced`). What a search's inner fits print
+    could reveal its secrets (the number of runs), so nothing gets out.
+    Output of other threads of the process during the block is lost too.
+    """
+    with _MUTE_LOCK:
+        if _MUTE_STATE["depth"] == 0:
+            _MUTE_STATE["saved"] = _mute()
+        _MUTE_STATE["depth"] += 1
+    try:
+        yield
+    finally:
+        with _MUTE_LOCK:
+            _MUTE_STATE["depth"] -= 1
+            if _MUTE_STATE["depth"] == 0:
+                _unmute(_MUTE_STATE["saved"])
+                _MUTE_STATE["saved"] = None

@@ -35,7 +35,9 @@ Covered here (every configuration in ``AUDITED``):
   in the saved model; ``n_iter_``; free data-dependent failures; ``classes_``
   from y; the clipping warning) and the smaller ones (DPGridSearch checking
   only the first candidate for learned pipeline steps; kernel frequencies and
-  noise sharing one seed).
+  noise sharing one seed; random stopping's number of runs read off journal
+  files and printed lines, issue 24, whose full tests are in
+  ``tests/test_search_secrets.py``).
 
 To audit a new estimator, add one ``Config`` line to ``AUDITED``.
 """
@@ -754,6 +756,52 @@ def test_attack_grid_learned_step_in_later_candidate():
         search.fit(X, y)
     assert accountant.spends == []
     assert not hasattr(search, "best_estimator_")
+
+
+def _stopping_search_sees(monkeypatch, n_runs, estimator, journal_dir):
+    """Fit a random-stopping search made to run ``n_runs`` times in worker processes;
+    return the journal files it created and what it printed or logged."""
+    import logging
+
+    import joblib
+
+    import dpsk.accounting._journal as journal_module
+    from dpsk.model_selection import _search
+
+    monkeypatch.setattr(_search, "random_stopping_plan",
+                        lambda m, gamma, rng: np.arange(n_runs) % m)
+    created = []
+    real = journal_module._Journal.create.__func__
+    monkeypatch.setattr(journal_module._Journal, "create",
+                        classmethod(lambda cls, events: created.append(1) or real(cls, events)))
+    monkeypatch.setenv("DPSK_JOURNAL_DIR", str(journal_dir))
+    X, y = _binary()
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger().addHandler(handler)
+    try:
+        with joblib.parallel_config(backend="loky"):
+            DPGridSearch(estimator, {"clf__alpha": [0.01, 0.1]}, method="random-stopping",
+                         n_jobs=2, accountant=BudgetAccountant()).fit(X, y)
+    finally:
+        logging.getLogger().removeHandler(handler)
+    return len(created), sorted(journal_dir.iterdir()), records
+
+
+def test_attack_search_run_count_through_journal_files(monkeypatch, tmp_path, capfd):
+    # Issue 24, break 3: each run's throwaway ledger, pickled to a worker, made a
+    # journal file, so counting new files gave random stopping's secret K. And
+    # break 4: an inner Pipeline(verbose=True) printed one line per run.
+    seen = [_stopping_search_sees(monkeypatch, n_runs, _pipe([0, 1]), tmp_path)
+            for n_runs in (1, 6)]
+    assert seen[0] == seen[1] == (0, [], [])
+    assert capfd.readouterr() == ("", "")
+    verbose = _pipe([0, 1]).set_params(verbose=True)
+    accountant = BudgetAccountant()
+    with pytest.raises(ValueError, match="print"):
+        DPGridSearch(verbose, {"clf__alpha": [0.01, 0.1]}, accountant=accountant).fit(*_binary())
+    assert accountant.spends == []
 
 
 def test_attack_kernel_frequencies_independent_of_noise(monkeypatch):

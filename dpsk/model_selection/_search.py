@@ -10,7 +10,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.model_selection import ParameterGrid
 from sklearn.pipeline import Pipeline
@@ -28,8 +28,9 @@ from .._data._validation import (
     warn_if_column_vector,
 )
 from .._mixin import PrivacyAccountingMixin
-from .._silence import silenced
+from .._silence import muted, silenced
 from ..accounting._ledger import BudgetAccountant, _validate_cost
+from ..accounting._scratch import ScratchLedger
 from ..mechanisms._noise import exponential_mechanism
 from ..mechanisms._random import noise_source, public_rng, validate_random_state
 from ..pipeline._check import _learning_parts
@@ -46,6 +47,13 @@ __all__ = ["DPGridSearch"]
 _RESERVED = ("epsilon", "accountant", "random_state", "classes")
 # Relative tolerance when comparing the inner estimator's declared cost with epsilon.
 _COST_RTOL = 1e-12
+# Parameter names (at any depth of get_params) that ask an estimator to print.
+_PRINTING_PARAMS = ("verbose", "verbosity")
+
+
+class _RunFailed(RuntimeError):
+    """An inner fit of a search failed. The cause is withheld: it could depend on
+    the data, or tell which run failed."""
 
 
 def _select_candidate(mistakes, epsilon, rng):
@@ -198,6 +206,77 @@ def _fit_and_count(candidate, X_train, y_train, X_hold, y_hold):
     return candidate, mistakes
 
 
+def _quietly(function, *args):
+    """``(True, function(*args))`` with warnings, output and logging silenced, in any
+    process; ``(False, None)`` if it raised.
+
+    joblib runs this in worker processes too, where the parent's silencing does
+    not reach: each task silences itself. A failure is reported as a bare flag:
+    the exception, its message and traceback could carry data or name the run
+    that failed, so it never leaves the task (nor crosses to the parent, nor
+    makes joblib tear down its workers); the search then fails, charged.
+    """
+    with silenced(), muted():
+        try:
+            return True, function(*args)
+        except Exception:  # noqa: BLE001 - the cause is dropped on purpose
+            return False, None
+
+
+def _unwrap(results):
+    """The results of :func:`_quietly` tasks, or :class:`_RunFailed` if any failed."""
+    if not all(ok for ok, _ in results):
+        raise _RunFailed("An inner fit of DPGridSearch failed; the cause is withheld.")
+    return [result for _, result in results]
+
+
+def _for_run(prototype, random_state):
+    """A fresh copy of ``prototype`` with its own noise seed and scratch ledger."""
+    estimator = clone(prototype)
+    prefix, _ = _private_final_step(estimator)
+    return estimator.set_params(**{prefix + "random_state": random_state,
+                                   prefix + "accountant": ScratchLedger()})
+
+
+def _best_of_runs(runs, prototypes, run_eps, X_train, y_train, X_val, y_val):
+    """Run a share of the random-stopping runs in run order; keep the first best one.
+
+    Parameters
+    ----------
+    runs : list of (int, int, int or None, int or None)
+        ``(j, i, fit_seed, score_seed)``: run ``j`` trains candidate ``i``, with
+        its own fit noise and its own score noise (fresh secure noise for None).
+    prototypes : list of estimators
+        The unfitted candidates, at the per-run epsilon.
+    run_eps : float
+        The per-run epsilon: each fit spends it, the score is noised at it.
+
+    Returns
+    -------
+    best : tuple (score, j, i, estimator) or None
+        The run with the highest noisy score, the earliest on ties; None for no
+        runs. Across shares, the highest score with the smallest ``j`` is then
+        the first best of all runs, however the runs were shared out.
+    """
+    best = None
+    for j, i, fit_seed, score_seed in runs:
+        estimator, mistakes = _fit_and_count(_for_run(prototypes[i], fit_seed),
+                                             X_train, y_train, X_val, y_val)
+        DPGridSearch._check_spent(estimator, run_eps, 0.0)
+        score = noisy_count(len(y_val) - mistakes, run_eps, noise_source(score_seed))
+        if best is None or score > best[0]:
+            best = (score, j, i, estimator)
+    return best
+
+
+def _is_set(value):
+    """Whether a ``verbose``-like parameter asks for output (unclear values do)."""
+    try:
+        return bool(value)
+    except Exception:  # noqa: BLE001 - an array or an odd object: treat as set
+        return True
+
+
 def _best_has(attr):
     def check(self):
         check_is_fitted(self)
@@ -269,10 +348,14 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     from private candidates", STOC; no cap, ``T = infinity``): the best of
     ``K ~ Geometric(gamma)`` independent ``eps0``-DP runs is ``3 eps0``-DP, for
     every ``gamma``. ``docs/grid_search.rst`` derives it. The guarantee needs
-    ``K`` to stay secret: it is never stored or reported, but a fit's duration
-    grows with it (an observer who times the fit learns about ``K``; nothing in
-    dpsk hides timing). Inner estimators must be pure ``epsilon``-DP (``delta =
-    0``); others are refused before anything is spent.
+    ``K`` to stay secret. It is never stored or reported, and nothing else but
+    time depends on it: inner fits spend on scratch ledgers that write no file,
+    the runs are dealt into a fixed number of joblib tasks (so the same threads
+    and processes), and their output, logging and failures are discarded (see
+    "What a search reveals" in ``docs/grid_search.rst``). A fit's duration, and
+    its workers' CPU time, grow with ``K``: an observer who times the fit learns
+    about ``K`` (nothing in dpsk hides timing). Inner estimators must be pure
+    ``epsilon``-DP (``delta = 0``); others are refused before anything is spent.
 
     The candidate list must not depend on the private data. Nothing that depends
     on the data without noise is exposed: no per-candidate scores, mistake
@@ -286,8 +369,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         A dpsk estimator (``DPLogisticRegression``, ``DPHuberSVM``, ...) or a
         :class:`~sklearn.pipeline.Pipeline` whose final step is one. The search
         overrides the inner ``epsilon`` (whatever it was) with its own
-        ``epsilon``, gives every inner fit its own throwaway ``BudgetAccountant``
-        (so the search is charged once, here) and its own noise (fresh secure
+        ``epsilon``, gives every inner fit its own scratch ledger, in memory and
+        never written to a file (so the search is charged once, here) and its own
+        noise (fresh secure
         noise, or a seed derived from ``random_state``). Its ``classes`` are
         used by every candidate; if they are None, the search reads them from
         ``y`` once (with a :class:`~dpsk.ClassesFromDataWarning`) and declares
@@ -296,6 +380,10 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         (``FunctionTransformer``, ``Normalizer``, ...): if any candidate has a
         step that learns from the data (``StandardScaler``), the search refuses
         to run unless ``allow_learned_steps=True``.
+        Inner estimators must not print: a truthy ``verbose`` (or
+        ``verbosity``) parameter anywhere in a candidate is refused before
+        anything is spent, and everything inner fits print or log is discarded
+        (process-wide while the search runs, other threads' output included).
     param_grid : dict or list of dicts
         As in :class:`~sklearn.model_selection.ParameterGrid`; for a Pipeline use
         ``<step>__<param>`` keys. It must not set ``epsilon``, ``accountant``,
@@ -316,7 +404,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         any data is read, and spent once the input has passed the domain checks:
         a search that fails after that has still read the data, and is charged.
     n_jobs : int or None, default=None
-        joblib workers for the ``m`` candidate fits.
+        joblib workers. ``"disjoint"``: one task per candidate fit.
+        ``"random-stopping"``: the runs are dealt into exactly
+        ``joblib.effective_n_jobs(n_jobs)`` tasks, whatever their number.
     random_state : int or None, default=None
         None: the split comes from a public generator with its own fresh OS
         entropy, and the selection and every candidate's noise from the operating
@@ -458,7 +548,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         prefix, _ = _private_final_step(estimator)  # the grid may replace the step
         settings = {
             prefix + "epsilon": self.epsilon if epsilon is None else epsilon,
-            prefix + "accountant": BudgetAccountant(),
+            # In memory only: pickled to a worker it writes no journal file.
+            prefix + "accountant": ScratchLedger(),
             prefix + "random_state": random_state,
         }
         if classes is not None:
@@ -479,6 +570,28 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                     "would be released without noise, so DPGridSearch refuses to run. "
                     "Replace them with data-independent steps (dpsk.preprocessing), or "
                     "pass allow_learned_steps=True to run without a guarantee for them."
+                )
+
+    def _refuse_printing(self, candidates):
+        """Refuse (free: parameters only) candidates that are set to print as they fit.
+
+        Lines printed by inner fits would count the runs of random stopping (a
+        secret) and can depend on the data. Everything an inner fit prints is
+        also discarded (:func:`dpsk._silence.muted`); a ``verbose`` setting is
+        refused so that the user learns why nothing appears.
+        """
+        for index, params in enumerate(candidates):
+            estimator = clone(self.estimator).set_params(**params)
+            printing = sorted(
+                name for name, value in estimator.get_params(deep=True).items()
+                if name.rpartition("__")[2] in _PRINTING_PARAMS and _is_set(value)
+            )
+            if printing:
+                raise ValueError(
+                    f"Candidate {index} has {printing} set: DPGridSearch refuses inner "
+                    "estimators that print as they fit, because the lines printed would "
+                    "reveal how many runs the search made (a secret its guarantee needs) "
+                    "and can depend on the data. Set them to 0 or False."
                 )
 
     def _inner_cost(self, estimator):
@@ -533,7 +646,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         ------
         ValueError, TypeError
             Before anything is spent: bad parameters, candidates with learned
-            pipeline steps, fewer than ``m + 1`` rows, input outside the domain.
+            pipeline steps or set to print (``verbose``), fewer than ``m + 1``
+            rows, input outside the domain.
         dpsk.BudgetExceededError
             Before anything is spent.
         dpsk.PrivateFitError
@@ -549,6 +663,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                               name="the inner estimator's random_state")
         candidates = self._candidate_params()
         self._refuse_learned_steps(candidates)
+        self._refuse_printing(candidates)
         warn_if_classes_undeclared(final.get_params(deep=False)["classes"])
         warn_if_column_vector(y)
         if len(candidates) == 1:  # depends on the grid only
@@ -561,7 +676,15 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         return self._fit_with_budget(self._validate_input, self._release, X, y)
 
     def _validate_input(self, X, y):
-        """Domain checks, free: shapes, then each candidate's own checks; the classes."""
+        """Domain checks, free: shapes, then each candidate's own checks; the classes.
+
+        Muted: the checks fit clones of the earlier pipeline steps, and what they
+        print or log could depend on the data.
+        """
+        with muted():
+            return self._validate_input_muted(X, y)
+
+    def _validate_input_muted(self, X, y):
         candidates = self._candidate_params()
         check_not_datetime(X)
         X, y = values_withheld(_check_shapes, X, y)
@@ -583,6 +706,11 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         return X, y, classes
 
     def _release(self, data, *, epsilon, delta):
+        """Run the search with everything printed or logged discarded (see ``_quietly``)."""
+        with muted():
+            return self._release_muted(data, epsilon=epsilon, delta=delta)
+
+    def _release_muted(self, data, *, epsilon, delta):
         X, y, classes = data
         candidates = self._candidate_params()
         m = len(candidates)
@@ -604,12 +732,12 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         held_out = parts[-1]
         X_hold, y_hold = _safe_indexing(X, held_out), y[held_out]
         estimators = [candidate(p, 1, i) for i, p in enumerate(candidates)]
-        results = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_and_count)(
-                est, _safe_indexing(X, part), y[part], X_hold, y_hold
+        results = _unwrap(Parallel(n_jobs=self.n_jobs)(
+            delayed(_quietly)(
+                _fit_and_count, est, _safe_indexing(X, part), y[part], X_hold, y_hold
             )
             for est, part in zip(estimators, parts[:-1])
-        )
+        ))
         # ``epsilon`` is the search's total cost; each step (the parallel fits, the
         # selection, a refit) runs at the per-step epsilon, half of it with refit.
         fit_eps, fit_delta = (epsilon / 2.0, delta / 2.0) if self.refit else (epsilon, delta)
@@ -642,23 +770,28 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         train, val = _score_split(y.shape[0], self.validation_fraction, public_rng(seed))
         X_train, y_train = _safe_indexing(X, train), y[train]
         X_val, y_val = _safe_indexing(X, val), y[val]
-        runs = Parallel(n_jobs=self.n_jobs, return_as="generator")(
-            delayed(_fit_and_count)(
-                self._make_candidate(candidates[i], _derived_seed(seed, 3, j), classes,
-                                     epsilon=run_eps),
-                X_train, y_train, X_val, y_val,
-            )
-            for j, i in enumerate(plan)
-        )
-        best = best_score = index = None
-        # In run order, whatever n_jobs: the noise draws and the tie rule (earliest
-        # run wins) do not depend on scheduling. Only the best run is kept.
-        for (est, mistakes), i in zip(runs, plan):
-            self._check_spent(est, run_eps, 0.0)
-            score = noisy_count(len(val) - mistakes, run_eps, noise)
-            if best is None or score > best_score:
-                best, best_score, index = est, score, int(i)
-        del runs, est, mistakes, plan  # the exact counts and K are not private
+        prototypes = [self._make_candidate(p, None, classes, epsilon=run_eps)
+                      for p in candidates]
+        # The runs are dealt round-robin into one task per worker, a number that
+        # does not depend on K: joblib sees as many tasks, and starts as many
+        # threads or processes, whatever the number of runs.
+        n_tasks = max(int(effective_n_jobs(self.n_jobs)), 1)
+        shares = [[] for _ in range(n_tasks)]
+        for j, i in enumerate(plan):
+            shares[j % n_tasks].append(
+                (j, int(i), _derived_seed(seed, 3, j), _derived_seed(seed, 4, j)))
+        del plan  # K and the candidates of the runs are secret
+        results = _unwrap(Parallel(n_jobs=self.n_jobs)(
+            delayed(_quietly)(_best_of_runs, share, prototypes, run_eps,
+                              X_train, y_train, X_val, y_val)
+            for share in shares
+        ))
+        del shares
+        # The first best over all runs: the highest score, then the earliest run.
+        best_score, _, index, best = max((r for r in results if r is not None),
+                                         key=lambda r: (r[0], -r[1]))
+        del results  # the other runs' models and scores are not released
+        self._check_spent(best, run_eps, 0.0)
 
         if self.refit:
             best = self._make_candidate(candidates[index], _derived_seed(seed, 2), classes)
