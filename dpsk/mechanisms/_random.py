@@ -156,12 +156,6 @@ class NoiseSource:
         x *= scale
         return float(x[0]) if size is None else x.reshape(size)
 
-    def choice(self, n_options, p):
-        """An index in ``range(n_options)`` drawn with probabilities ``p``."""
-        cdf = np.cumsum(np.asarray(p, dtype=float))
-        index = int(np.searchsorted(cdf, self.random() * cdf[-1], side="right"))
-        return min(index, int(n_options) - 1)
-
     def __reduce__(self):
         return (NoiseSource, (self._seed_sequence,))
 
