@@ -188,29 +188,27 @@ def _bernoulli_below(bounds, rng):
         precision *= 2
 
 
-def _power_bounds(numerator, denominator, exponent, precision):
-    """Integers ``lo <= 2^P (a / b)^n <= hi`` for ``0 <= a <= b``, by repeated squaring.
+def _square_bounds(numerator, denominator, n_squares, precision):
+    """Bounds ``lo[i] <= 2^P (a / b)^(2^i) <= hi[i]`` for ``i <= n_squares``, ``0 <= a <= b``.
 
-    Fixed point with ``P + g`` fractional bits, ``g`` guard bits covering the
-    ``2 log2(n)`` roundings; lower bounds round down and upper bounds round up,
-    and products of non-negative numbers are monotone, so the bounds hold.
+    Repeated squaring in fixed point with ``P + g`` fractional bits; lower
+    bounds round down, upper bounds round up, and squaring is monotone on
+    non-negative numbers, so the bounds hold. An error ``e`` in ``x`` becomes
+    at most ``2 e`` in ``x^2`` (``x <= 1``) plus one rounding unit, so after
+    ``i`` squarings the gap is below ``2^(i + 1)`` units: ``g = n_squares + 3``
+    guard bits keep it below 1 at precision ``P`` (2 after the final rounding).
     """
-    guard = 2 * max(exponent, 1).bit_length() + 2
+    guard = n_squares + 3
     scale = precision + guard
-    one = 1 << scale
-    base_lo = (numerator << scale) // denominator
-    base_hi = -((-numerator << scale) // denominator)
-    lo, hi = one, one
-    n = exponent
-    while n:
-        if n & 1:
-            lo = (lo * base_lo) >> scale
-            hi = -((-(hi * base_hi)) >> scale)
-        n >>= 1
-        if n:
-            base_lo = (base_lo * base_lo) >> scale
-            base_hi = -((-(base_hi * base_hi)) >> scale)
-    return lo >> guard, -((-hi) >> guard)
+    lo = (numerator << scale) // denominator
+    hi = -((-numerator << scale) // denominator)
+    bounds = []
+    for i in range(n_squares + 1):
+        if i:
+            lo = (lo * lo) >> scale
+            hi = -((-(hi * hi)) >> scale)
+        bounds.append((lo >> guard, -((-hi) >> guard)))
+    return bounds
 
 
 def geometric(p, rng):
@@ -249,14 +247,20 @@ def geometric(p, rng):
     q = 1 - p
     if q == 0:
         return 0
-    a, b = q.numerator, q.denominator
     n_digits = _low_digits(p)
+    tables = {}  # this draw's bounds on q^(2^i), one table per precision looked at
+
+    def power(i, precision):
+        if precision not in tables:
+            tables[precision] = _square_bounds(q.numerator, q.denominator, n_digits, precision)
+        return tables[precision][i]
+
     high = 0
-    while _bernoulli_below(lambda P: _power_bounds(a, b, 1 << n_digits, P), rng):
+    while _bernoulli_below(lambda P: power(n_digits, P), rng):
         high += 1
     low = 0
     for i in range(n_digits):
-        if _bernoulli_below(lambda P, i=i: _ratio_bounds(a, b, 1 << i, P), rng):
+        if _bernoulli_below(lambda P, i=i: _ratio_bounds(power(i, P), P), rng):
             low |= 1 << i
     return (high << n_digits) | low
 
@@ -272,9 +276,9 @@ def _low_digits(p):
     return math.ceil(math.log2(math.log(2) / rate))
 
 
-def _ratio_bounds(a, b, exponent, precision):
-    """Integers ``lo <= 2^P y / (1 + y) <= hi`` with ``y = (a / b)^n`` (increasing in y)."""
-    y_lo, y_hi = _power_bounds(a, b, exponent, precision)
+def _ratio_bounds(y_bounds, precision):
+    """Integers ``lo <= 2^P y / (1 + y) <= hi`` from ``y_lo <= 2^P y <= y_hi`` (increasing)."""
+    y_lo, y_hi = y_bounds
     one = 1 << precision
     return (y_lo << precision) // (one + y_lo), -((-(y_hi << precision)) // (one + y_hi))
 
@@ -313,17 +317,24 @@ def discrete_laplace(scale, rng):
 def _discrete_laplace(t, s, rng):
     """Algorithm 2 of Canonne, Kamath and Steinke (2020): scale ``t / s``."""
     while True:
-        u = rng.randbelow(t)
-        if not _bernoulli_exp_at_most_one(u, t, rng):
-            continue
-        v = 0
-        while _bernoulli_exp_at_most_one(1, 1, rng):
-            v += 1
-        y = (u + t * v) // s
-        negative = rng.randbits(1) == 1
-        if negative and y == 0:
-            continue
-        return -y if negative else y
+        z = _laplace_round(t, s, rng)
+        if z is not None:
+            return z
+
+
+def _laplace_round(t, s, rng):
+    """One round of Algorithm 2: a draw with the target law, or None (rejected)."""
+    u = rng.randbelow(t)
+    if not _bernoulli_exp_at_most_one(u, t, rng):
+        return None
+    v = 0
+    while _bernoulli_exp_at_most_one(1, 1, rng):
+        v += 1
+    y = (u + t * v) // s
+    negative = rng.randbits(1) == 1
+    if negative and y == 0:
+        return None  # -0 would count zero twice
+    return -y if negative else y
 
 
 def discrete_gaussian(sigma2, rng):
@@ -353,11 +364,18 @@ def discrete_gaussian(sigma2, rng):
     _check_source(rng)
     # floor(sqrt(x)) = isqrt(floor(x)) for x >= 0; any t >= 1 is exact, this one is fast.
     t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1
-    shift = sigma2 / t
     while True:
-        y = _discrete_laplace(t, 1, rng)
-        if _bernoulli_exp((abs(y) - shift) ** 2 / (2 * sigma2), rng):
+        y = _gaussian_round(sigma2, t, rng)
+        if y is not None:
             return y
+
+
+def _gaussian_round(sigma2, t, rng):
+    """One round of Algorithm 3: a discrete Laplace proposal, kept or rejected (None)."""
+    y = _discrete_laplace(t, 1, rng)
+    if _bernoulli_exp((abs(y) - sigma2 / t) ** 2 / (2 * sigma2), rng):
+        return y
+    return None
 
 
 def exponential_choice(gammas, rng):
@@ -388,8 +406,13 @@ def exponential_choice(gammas, rng):
     if not gammas or min(gammas) != 0:
         raise ValueError("gammas must be non-negative with minimum 0.")
     _check_source(rng)
-    m = len(gammas)
     while True:
-        i = rng.randbelow(m)
-        if _bernoulli_exp(gammas[i], rng):
+        i = _choice_round(gammas, rng)
+        if i is not None:
             return i
+
+
+def _choice_round(gammas, rng):
+    """One round: a uniform proposal, kept with probability ``exp(-gamma_i)``, or None."""
+    i = rng.randbelow(len(gammas))
+    return i if _bernoulli_exp(gammas[i], rng) else None
