@@ -117,7 +117,8 @@ def noisy_count(count, epsilon, rng):
     |a - b| <= 1`` makes their ratio at most ``1 / p = exp(epsilon)``. The
     release is an integer computed in exact integer arithmetic, so its bits
     carry nothing but the value (no floating-point leak of the Laplace kind,
-    Mironov 2012).
+    Mironov 2012), and the noise has exactly this law (an exact sampler,
+    Canonne, Kamath and Steinke 2020, Algorithm 2), so no ``delta`` is left.
 
     Parameters
     ----------
