@@ -57,13 +57,6 @@ def test_no_float_inversion_sampler_is_left():
     assert not hasattr(NoiseSource, "gamma")
 
 
-def test_choice_frequencies(source):
-    p = np.array([0.5, 0.3, 0.15, 0.05])
-    picks = np.array([source.choice(4, p) for _ in range(20_000)])
-    observed = np.bincount(picks, minlength=4)
-    assert stats.chisquare(observed, 20_000 * p).pvalue > _significance(source)
-
-
 def test_secure_source_has_no_state_to_store_or_replay():
     a, b = NoiseSource.secure(), NoiseSource.secure()
     assert a.is_secure and not NoiseSource.seeded(0).is_secure

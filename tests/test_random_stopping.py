@@ -8,6 +8,7 @@ and the theorem's bound checked exactly on a small discrete mechanism.
 """
 
 import math
+from fractions import Fraction
 
 import joblib
 import numpy as np
@@ -69,9 +70,8 @@ def test_run_count_is_geometric_and_power_against_gamma_off_by_ten_percent():
 
 
 def test_mutation_gamma_ten_percent_too_large_is_caught(monkeypatch):
-    real = _stopping._geometric
-    monkeypatch.setattr(_stopping, "_geometric",
-                        lambda p, rng, size: real(1 - (1 - p) * 1.1, rng, size))
+    real = _stopping.geometric
+    monkeypatch.setattr(_stopping, "geometric", lambda p, rng: real(p * Fraction(11, 10), rng))
     counts = _run_counts(0.1, 20000, seed=1)
     assert _geometric_pvalue(counts, 0.1) < P_THRESHOLD
 
@@ -149,10 +149,10 @@ def test_discrete_laplace_law_and_power_against_noise_ten_percent_too_small():
 
 
 def test_mutation_noise_ten_percent_too_small_is_caught(monkeypatch):
-    real = _stopping._geometric
-    # The sampler's ratio p = exp(-epsilon) replaced by exp(-epsilon / 0.9).
-    monkeypatch.setattr(_stopping, "_geometric",
-                        lambda p, rng, size: real(p ** (1 / 0.9), rng, size))
+    real = _stopping.discrete_laplace
+    # The sampler's scale 1 / epsilon replaced by 0.9 / epsilon.
+    monkeypatch.setattr(_stopping, "discrete_laplace",
+                        lambda scale, rng: real(scale * Fraction(9, 10), rng))
     assert _discrete_laplace_pvalue(_draws(0.5), 0.5) < P_THRESHOLD
 
 

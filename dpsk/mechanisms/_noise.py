@@ -12,12 +12,14 @@ objective ``J(w) = (1/n) sum_i l(y_i w.x_i) + (alpha/2) ||w||^2``.
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
 from ..accounting._profiles import gaussian_delta
+from ._discrete import exponential_choice, to_fraction
 from ._random import NoiseSource
 from ._samplers import _GRID_INT_LIMIT, add_on_grid, gamma_norm_noise, gaussian_noise  # noqa: F401
 
@@ -490,7 +492,7 @@ def rounding_radius(grid, d):
 
 
 def exponential_mechanism(utilities, epsilon, sensitivity, rng):
-    """Pick an index with probability proportional to ``exp(eps u / (2 sens))``.
+    """Pick an index with probability proportional to ``exp(eps u / (2 sens))``, exactly.
 
     Guarantee (McSherry and Talwar, 2007): if every utility changes by at most
     ``sensitivity`` between neighbouring data sets, the chosen index is
@@ -498,6 +500,14 @@ def exponential_mechanism(utilities, epsilon, sensitivity, rng):
     uses it with ``u_i = -z_i`` (minus the number of mistakes of candidate
     ``i`` on a held-out part), sensitivity 1: probability proportional to
     ``exp(-eps z_i / 2)``.
+
+    The draw has exactly this law for the exact rational values of the float
+    arguments: :func:`~dpsk.mechanisms._discrete.exponential_choice` proposes
+    an index uniformly and keeps it with probability ``exp(-eps (u_max - u_i)
+    / (2 sens))`` (Canonne, Kamath and Steinke 2020, Algorithm 1), in integer
+    arithmetic on uniform bits; at most ``m`` proposals are expected. The
+    probabilities ``p`` are computed in floating point for reporting only: the
+    draw does not use them.
 
     Parameters
     ----------
@@ -525,7 +535,11 @@ def exponential_mechanism(utilities, epsilon, sensitivity, rng):
     logits -= logits.max()  # shift for stability; the distribution is unchanged
     p = np.exp(logits)
     p /= p.sum()
-    return int(rng.choice(u.size, p=p)), p
+    # gamma_i = eps (u_max - u_i) / (2 sens) >= 0 in exact rationals; min is 0.
+    rate = to_fraction(epsilon, "epsilon") / (2 * to_fraction(sensitivity, "sensitivity"))
+    exact = [Fraction(float(value)) for value in u]
+    best = max(exact)
+    return exponential_choice([rate * (best - value) for value in exact], rng), p
 
 
 def analytic_gaussian_sigma(epsilon, delta, sensitivity):

@@ -134,11 +134,6 @@ class NoiseSource:
         u = ((words >> np.uint64(12)).astype(np.float64) + 0.5) * _TWO_POW_M52
         return float(u[0]) if size is None else u.reshape(size)
 
-    def choice(self, n_options, p):
-        """An index in ``range(n_options)`` drawn with probabilities ``p``."""
-        cdf = np.cumsum(np.asarray(p, dtype=float))
-        index = int(np.searchsorted(cdf, self.random() * cdf[-1], side="right"))
-        return min(index, int(n_options) - 1)
 
     def __reduce__(self):
         return (NoiseSource, (self._seed_sequence,))

@@ -12,10 +12,11 @@ The guarantee of the whole procedure (:data:`RANDOM_STOPPING_FACTOR`) and its
 derivation are in ``docs/grid_search.rst``.
 """
 
-import math
+from fractions import Fraction
 
 import numpy as np
 
+from ..mechanisms._discrete import discrete_laplace, geometric
 from ..mechanisms._noise import _check_noise_source, _check_positive
 
 __all__ = [
@@ -46,17 +47,6 @@ def default_stop_probability(n_candidates):
     return 1.0 / (RUNS_PER_CANDIDATE * int(n_candidates))
 
 
-def _geometric(p_continue, rng, size):
-    """``G >= 0`` with ``P[G >= k] = p_continue^k`` (inversion of a secure uniform).
-
-    ``floor(log U / log p)`` is ``>= k`` exactly when ``U <= p^k``. The noise is
-    drawn without the data, so floating point only changes its law in a
-    data-independent way.
-    """
-    u = rng.random(size)
-    return np.floor(np.log(u) / math.log(p_continue)).astype(np.int64)
-
-
 def random_stopping_plan(n_candidates, stop_probability, rng):
     """The secret plan of a random-stopping search: which candidate each run trains.
 
@@ -67,6 +57,12 @@ def random_stopping_plan(n_candidates, stop_probability, rng):
     ``range(n_candidates)``. Both are drawn from the noise source and never
     looked at together with the data: the guarantee of the search holds only
     if ``K`` stays secret (see ``docs/grid_search.rst``).
+
+    Both laws are exact, for the exact rational value of the float ``gamma``:
+    ``K - 1`` comes from :func:`~dpsk.mechanisms._discrete.geometric` and each
+    candidate from ``NoiseSource.randbelow``, in integer arithmetic on uniform
+    bits (the guarantee holds for every ``gamma`` in (0, 1], so the float's
+    value is as good as ``1 / (10 m)``).
 
     Parameters
     ----------
@@ -87,25 +83,27 @@ def random_stopping_plan(n_candidates, stop_probability, rng):
     gamma = float(stop_probability)
     if not 0.0 < gamma <= 1.0:
         raise ValueError(f"stop_probability must be in (0, 1], got {stop_probability!r}.")
-    n_runs = 1 if gamma == 1.0 else 1 + int(_geometric(1.0 - gamma, rng, 1)[0])
-    # floor(m U) with U uniform on (0, 1): uniform on range(m) up to 2^-52.
-    u = np.atleast_1d(rng.random(n_runs))
-    return np.minimum((u * m).astype(np.int64), m - 1)
+    n_runs = 1 + geometric(Fraction(gamma), rng)
+    return np.array([rng.randbelow(m) for _ in range(n_runs)], dtype=np.int64)
 
 
 def discrete_laplace_noise(epsilon, rng, size=None):
     """Integers ``Z`` with ``P[Z = z] = (1 - p) / (1 + p) p^|z|``, ``p = exp(-epsilon)``.
 
-    Drawn as the difference of two independent geometric variables with
-    ``P[G = k] = (1 - p) p^k`` (Inusah and Kozubowski 2006: the two-sided
-    geometric law of Ghosh, Roughgarden and Sundararajan 2009).
+    Exact: :func:`~dpsk.mechanisms._discrete.discrete_laplace` with scale
+    ``1 / epsilon`` (Canonne, Kamath and Steinke 2020, Algorithm 2), for the
+    exact rational value of the float ``epsilon``, in integer arithmetic on
+    uniform bits. This is the two-sided geometric law of Ghosh, Roughgarden and
+    Sundararajan (2009).
     """
     _check_noise_source(rng)
     _check_positive(epsilon=epsilon)
-    p = math.exp(-epsilon)
-    count = 1 if size is None else size
-    z = _geometric(p, rng, count) - _geometric(p, rng, count)
-    return int(z[0]) if size is None else z
+    scale = 1 / Fraction(float(epsilon))
+    if size is None:
+        return discrete_laplace(scale, rng)
+    count = int(np.prod(size, dtype=np.int64))
+    draws = [discrete_laplace(scale, rng) for _ in range(count)]
+    return np.array(draws, dtype=np.int64).reshape(size)
 
 
 def noisy_count(count, epsilon, rng):
@@ -119,7 +117,8 @@ def noisy_count(count, epsilon, rng):
     |a - b| <= 1`` makes their ratio at most ``1 / p = exp(epsilon)``. The
     release is an integer computed in exact integer arithmetic, so its bits
     carry nothing but the value (no floating-point leak of the Laplace kind,
-    Mironov 2012).
+    Mironov 2012), and the noise has exactly this law (an exact sampler,
+    Canonne, Kamath and Steinke 2020, Algorithm 2), so no ``delta`` is left.
 
     Parameters
     ----------
