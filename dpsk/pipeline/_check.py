@@ -12,6 +12,9 @@ What counts as safe (learns nothing from the data):
 * ``"passthrough"``, ``None`` and ``"drop"``;
 * :class:`dpsk.preprocessing.RowNormClipper` and
   :class:`dpsk.preprocessing.BoundedScaler` (declared parameters);
+* :class:`dpsk.preprocessing.PrivateBoundsScaler`: it learns, but its fit is a
+  differentially private release charged to the ledger (it is a private step,
+  not the private model: a pipeline still needs a dpsk model after it);
 * :class:`sklearn.preprocessing.FunctionTransformer`, on the understanding that
   its function acts on each row on its own (a function such as
   ``lambda X: X / X.max()`` reads every row and is not safe; this cannot be
@@ -156,12 +159,25 @@ _SHAPE_ONLY = (GaussianRandomProjection, SparseRandomProjection, PolynomialFeatu
                PolynomialCountSketch, SkewedChi2Sampler)
 
 
-def _declared_safe_types():
-    # Imported here: dpsk.preprocessing imports the core, and the core must not
-    # import it back at module load.
-    from ..preprocessing import BoundedScaler, RowNormClipper
+def _is_declared_step(step):
+    """Whether ``step`` is a dpsk transformer whose parameters are all declared.
 
-    return (RowNormClipper, BoundedScaler)
+    A tag (``_dpsk_declared_step``) rather than ``isinstance``, for the same
+    reason as :func:`is_private_step`: ``dpsk.preprocessing`` sits above this
+    check (its private scaler uses the fit protocol), so it is not imported here.
+    """
+    return getattr(type(step), "_dpsk_declared_step", False) is True
+
+
+def _is_private_preprocessing(step):
+    """Whether ``step`` is a dpsk transformer that learns privately (and charges for it).
+
+    It may sit before the private model: what it learns is a release. It is not
+    the private model itself: a pipeline whose only private part is such a step
+    ends in a model that learns without noise.
+    """
+    return is_private_step(step) and getattr(type(step), "_dpsk_private_preprocessing",
+                                             False) is True
 
 
 def _encoder_is_declared(encoder):
@@ -238,8 +254,10 @@ def _learning_parts(name, step):
                 for found in _learning_parts(f"{name}__{inner}", sub)]
     if isinstance(step, FunctionTransformer):  # tagged stateless, yet its fit may warn
         return [] if _function_is_declared(step) else [name]
-    if isinstance(step, _declared_safe_types()) or _declared_sklearn_step(step):
+    if _is_declared_step(step) or _declared_sklearn_step(step):
         return []
+    if _is_private_preprocessing(step):
+        return []  # it learns, but privately: charged on the ledger like the model
     try:
         stateless = not step.__sklearn_tags__().requires_fit
     except AttributeError:  # not a scikit-learn estimator: assume it learns
@@ -277,7 +295,13 @@ def _parts(obj):
 
 
 def _holds_private(obj):
-    """Whether ``obj`` is, or holds at any depth, a dpsk estimator."""
+    """Whether ``obj`` is, or holds at any depth, a private dpsk model.
+
+    A private preprocessing step (:class:`dpsk.preprocessing.PrivateBoundsScaler`)
+    does not count: the model after it must be private too.
+    """
+    if _is_private_preprocessing(obj):
+        return False
     return is_private_step(obj) or any(_holds_private(part) for _, part in _parts(obj))
 
 
