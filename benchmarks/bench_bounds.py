@@ -17,7 +17,8 @@ Rows (``bounds`` column):
   measured against (it is not private: the percentiles are read off the data);
 * ``true p5-p95 (leaky)``: the true quantiles the private bounds aim at
   (their default ``quantiles=(0.05, 0.95)``), epsilon 1: the gap to it is
-  what learning the bounds privately costs;
+  what learning the bounds privately costs (capital-loss is 0 at both, so
+  its range is widened to ``(0, 1)``: an indicator of any loss);
 * ``true min-max (leaky)``: the training fold's minimum and maximum, epsilon 1;
 * ``raw, data_norm=1``: no scaling at all (numeric columns passed through, the
   categories one-hot), the model's default ``data_norm=1``: every row is
@@ -95,8 +96,13 @@ def _raw_pipeline(categorical, seed):
 
 
 def _leaky_bounds(X_train, low, high):
-    return {c: (float(np.nanpercentile(X_train[c], low)), float(np.nanpercentile(X_train[c], high)))
-            for c in NUMERIC}
+    """True percentiles of the training fold (not private); a tie (capital-loss is 0
+    at both its 5th and 95th percentile) is widened to ``(low, low + 1)``."""
+    bounds = {}
+    for c in NUMERIC:
+        a, b = (float(np.nanpercentile(X_train[c], p)) for p in (low, high))
+        bounds[c] = (a, b if b > a else a + 1.0)
+    return bounds
 
 
 def _fill_missing(X):

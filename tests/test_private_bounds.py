@@ -68,7 +68,7 @@ def test_utilities_of_the_small_example():
 
 
 def test_selected_cell_has_the_exponential_mechanism_law():
-    epsilon, q, n = 1.0, 0.5, 20000
+    epsilon, q, n = 1.0, 0.5, 10000  # power 0.999 against 1.1 epsilon (noncentrality 64)
     counts = _draws(epsilon, q, n, seed=1)
     assert _p_value(counts, _law(epsilon, q)) > 1e-3
 
@@ -76,7 +76,7 @@ def test_selected_cell_has_the_exponential_mechanism_law():
 def test_law_test_has_power_against_ten_percent_too_little_noise():
     # A mechanism drawing with 10% less noise (epsilon 1.1 where 1.0 is claimed)
     # must fail the same test.
-    epsilon, q, n = 1.0, 0.5, 20000
+    epsilon, q, n = 1.0, 0.5, 10000  # power 0.999 against 1.1 epsilon (noncentrality 64)
     counts = _draws(1.1 * epsilon, q, n, seed=2)
     assert _p_value(counts, _law(epsilon, q)) < 1e-3
 
@@ -305,3 +305,21 @@ def test_encoder_in_a_private_pipeline_is_not_flagged():
                                  bounds_epsilon=0.2)
     pipe = make_private_pipeline(encoder, DPLogisticRegression(), strict=True)
     assert check_pipeline(pipe) == []
+
+
+def test_failure_after_reading_is_charged_and_opaque(monkeypatch):
+    import dpsk.preprocessing._bounds as bounds_module
+    from dpsk import PrivateFitError
+
+    def broken(sorted_values, *args):
+        raise RuntimeError(f"secret {sorted_values[0]}")
+
+    monkeypatch.setattr(bounds_module, "private_bounds", broken)
+    ledger = BudgetAccountant()
+    scaler = PrivateBoundsScaler(epsilon=0.3, accountant=ledger)
+    with pytest.raises(PrivateFitError) as info:
+        scaler.fit(np.full((10, 1), 123.0))
+    assert "secret" not in str(info.value) and "123" not in str(info.value)
+    assert info.value.__cause__ is None and info.value.__context__ is None
+    assert ledger.spends == [(0.3, 0.0)]
+    assert not hasattr(scaler, "lower_")
