@@ -323,3 +323,19 @@ def test_failure_after_reading_is_charged_and_opaque(monkeypatch):
     assert info.value.__cause__ is None and info.value.__context__ is None
     assert ledger.spends == [(0.3, 0.0)]
     assert not hasattr(scaler, "lower_")
+
+
+def test_dp_grid_search_refuses_private_preprocessing_for_free():
+    # Each candidate run would fit (and charge) the bounds again: the charges
+    # would reveal how many runs the search made, which must stay secret.
+    from dpsk import DPGridSearch
+
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    ledger = BudgetAccountant()
+    pipe = make_pipeline(PrivateBoundsScaler(accountant=ledger), DPLogisticRegression())
+    search = DPGridSearch(pipe, {"dplogisticregression__alpha": [0.01, 0.1]},
+                          accountant=ledger)
+    with pytest.raises(ValueError, match="privatebounds"):
+        search.fit(X, y)
+    assert ledger.spends == []

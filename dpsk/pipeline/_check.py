@@ -232,17 +232,24 @@ def _declared_sklearn_step(step):
     return _reads_only_shape(step)
 
 
-def _learning_parts(name, step):
-    """Names (with ``outer__inner`` paths) of the parts of ``step`` that learn."""
+def _learning_parts(name, step, allow_private=False):
+    """Names (with ``outer__inner`` paths) of the parts of ``step`` that learn.
+
+    With ``allow_private`` a private preprocessing step (it learns, but charges
+    a ledger for it) is not reported: :func:`check_pipeline` and the fit-time
+    warning pass True. Callers that fit the steps themselves (``DPGridSearch``
+    fits each candidate's pipeline, and must not let a step charge a ledger
+    once per candidate run) keep the default and see it reported.
+    """
     if step is None or (isinstance(step, str) and step in _SAFE_STRINGS):
         return []
     if isinstance(step, Pipeline):
         return [found for inner, sub in step.steps
-                for found in _learning_parts(f"{name}__{inner}", sub)]
+                for found in _learning_parts(f"{name}__{inner}", sub, allow_private)]
     if isinstance(step, ColumnTransformer):
         parts = [found for inner, sub, _ in step.transformers
-                 for found in _learning_parts(f"{name}__{inner}", sub)]
-        parts += _learning_parts(f"{name}__remainder", step.remainder)
+                 for found in _learning_parts(f"{name}__{inner}", sub, allow_private)]
+        parts += _learning_parts(f"{name}__remainder", step.remainder, allow_private)
         # With sparse_threshold > 0 the fitted transformer decides between sparse
         # and dense output from the data's density (sparse_output_): one
         # noise-free bit, which also changes what the next step accepts.
@@ -251,12 +258,12 @@ def _learning_parts(name, step):
         return parts
     if isinstance(step, FeatureUnion):
         return [found for inner, sub in step.transformer_list
-                for found in _learning_parts(f"{name}__{inner}", sub)]
+                for found in _learning_parts(f"{name}__{inner}", sub, allow_private)]
     if isinstance(step, FunctionTransformer):  # tagged stateless, yet its fit may warn
         return [] if _function_is_declared(step) else [name]
     if _is_declared_step(step) or _declared_sklearn_step(step):
         return []
-    if _is_private_preprocessing(step):
+    if allow_private and _is_private_preprocessing(step):
         return []  # it learns, but privately: charged on the ledger like the model
     try:
         stateless = not step.__sklearn_tags__().requires_fit
@@ -325,7 +332,7 @@ def _leaks_around(path, obj):
     if isinstance(obj, Pipeline):
         last = max(holders)
         found = [leak for name, part in parts[:last]
-                 for leak in _learning_parts(_join(path, name), part)]
+                 for leak in _learning_parts(_join(path, name), part, allow_private=True)]
         return found + _leaks_around(_join(path, parts[last][0]), parts[last][1])
     found = []
     if not isinstance(obj, (ColumnTransformer, FeatureUnion)):
@@ -335,7 +342,7 @@ def _leaks_around(path, obj):
         if i in holders:
             found += _leaks_around(sub, part)
         elif isinstance(obj, (ColumnTransformer, FeatureUnion)):
-            found += _learning_parts(sub, part)
+            found += _learning_parts(sub, part, allow_private=True)
     if isinstance(obj, ColumnTransformer) and obj.sparse_threshold != 0:
         found.append(f"{path} (sparse_threshold > 0)")
     return found
@@ -567,7 +574,7 @@ def _leaks_in_chain(chain):
     for pipeline, index in reversed(chain):  # outermost first, for the name prefixes
         if not getattr(pipeline, "_checks_itself", False):
             names += [prefix + found for name, step in pipeline.steps[:index]
-                      for found in _learning_parts(name, step)]
+                      for found in _learning_parts(name, step, allow_private=True)]
         prefix += pipeline.steps[index][0] + "__"
     return names
 

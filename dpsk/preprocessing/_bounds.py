@@ -199,13 +199,13 @@ class PrivateBoundsScaler(PrivacyAccountingMixin, OneToOneFeatureMixin, Transfor
 
     Attributes
     ----------
-    lower_, upper_ : ndarray of shape (n_features_in_,)
+    lower_, upper_ : ndarray of shape (`n_features_in_`,)
         The learned bounds (the private release; ``lower_ < upper_``).
     row_norm_bound_ : float
         ``sqrt(n_features_in_) * max(|a|, |b|)``: a public bound on every
         output row's L2 norm.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         When ``X`` has string column names.
     privacy_spent_ : (float, float)
         ``(epsilon, 0.0)``.
