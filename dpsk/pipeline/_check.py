@@ -141,7 +141,8 @@ _SAFE_STRINGS = ("passthrough", "drop")
 
 _ADVICE = (
     "Declare what they would learn: scale numeric columns with "
-    "dpsk.preprocessing.BoundedScaler (declared bounds) or RowNormClipper; encode "
+    "dpsk.preprocessing.BoundedScaler (declared bounds), RowNormClipper, or "
+    "PrivateBoundsScaler (bounds learned privately, charged to the ledger); encode "
     "categorical columns with OneHotEncoder(categories=[...declared lists...], "
     "handle_unknown='ignore') or OrdinalEncoder(categories=[...]), without "
     "min_frequency or max_categories; fill missing values with "
