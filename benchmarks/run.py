@@ -33,6 +33,8 @@ cm2008       Chaudhuri and Monteleoni (2008), Section 6: the separable and unsep
              synthetic sets (d = 10), Figure 1's table and Figure 2's curves
 learning-curve  Adult, test error against the training-set size at fixed epsilon (default,
              privately tuned, non-private) and the rows needed for accuracy targets
+bounds       raw Adult, bounds learned privately (PrivateBoundsScaler) at total epsilon 1
+             against the true 1st/99th percentiles (leaky), min-max and no scaling
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -64,10 +66,11 @@ COMMANDS = {
     "defaults": ("bench_defaults", "main"),
     "cm2008": ("bench_cm2008", "main"),
     "learning-curve": ("bench_learning_curve", "main"),
+    "bounds": ("bench_bounds", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "multiclass", "beyond-erm", "defaults",
-             "cm2008", "learning-curve")
+             "cm2008", "learning-curve", "bounds")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "multiclass",
             "beyond-erm"}
 

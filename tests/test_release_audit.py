@@ -31,6 +31,9 @@ Covered here (every configuration in ``AUDITED``):
   refused (TypeError) instead of replaying its noise, an int seed reproduces
   the release exactly (documented test mode), and with an int seed the public
   ``random_weights_`` are identical on D and D';
+* a pipeline whose bounds are learned privately (``PrivateBoundsScaler`` before
+  the model, one ledger): the same neighbour audit, both spends recorded, and
+  its pickle scanned the same way;
 * regression tests for the five attacks of the earlier audit (replayable noise
   in the saved model; ``n_iter_``; free data-dependent failures; ``classes_``
   from y; the clipping warning) and the smaller ones (DPGridSearch checking
@@ -68,6 +71,7 @@ from dpsk import (
 )
 from dpsk._data._validation import ClassesFromDataWarning
 from dpsk.mechanisms._random import NoiseSource
+from dpsk.preprocessing import PrivateBoundsScaler
 
 
 @dataclass(frozen=True)
@@ -177,8 +181,9 @@ AUDITED = [
            _simple(DPTiltedLogisticRegression, alpha=0.1, tilt=0.5, delta=1e-5)),
 ]
 
-#: The noisy release: compared by shape and dtype only.
-RELEASE = {"coef_", "intercept_"}
+#: The noisy release: compared by shape and dtype only (``lower_``/``upper_``:
+#: the bounds PrivateBoundsScaler learns).
+RELEASE = {"coef_", "intercept_", "lower_", "upper_"}
 #: Public randomness drawn fresh at every fit (shape and dtype only).
 FRESH_PUBLIC = {"random_weights_"}
 #: DPGridSearch's private selection (type only; the selected model is a release).
@@ -821,3 +826,41 @@ def test_attack_kernel_frequencies_independent_of_noise(monkeypatch):
     expected = kernel_module.sample_frequencies(
         "rbf", 1.0, 5, N_FEATURES, dpsk.mechanisms._random.public_rng(5))
     np.testing.assert_array_equal(releases[0].random_weights_, expected)
+
+
+# -- private bounds before the model --------------------------------------------------
+
+
+def _bounds_pipeline(classes, accountant, random_state=None):
+    return Pipeline([
+        ("bounds", PrivateBoundsScaler(epsilon=0.5, accountant=accountant,
+                                       random_state=random_state)),
+        ("clf", DPLogisticRegression(classes=classes, alpha=0.1, accountant=accountant,
+                                     data_norm=np.sqrt(N_FEATURES), random_state=random_state)),
+    ])
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_private_bounds_pipeline_neighbours_look_the_same(n_classes):
+    classes = list(range(n_classes))
+    for pair_name, (X_d, y_d), (X_dp, y_dp) in neighbour_pairs(n_classes):
+        records = [[_fit_record(lambda acc: _bounds_pipeline(classes, acc), X, y)
+                    for _ in range(N_FITS)] for X, y in ((X_d, y_d), (X_dp, y_dp))]
+        _assert_same_observation(*records, f"bounds-pipeline/{pair_name}")
+        first = records[0][0]
+        assert first.warnings == [], (pair_name, first.warnings)
+        assert first.spends == [(0.5, 0.0), (1.0, 0.0)]
+        bounds = {r.model[0].lower_.tobytes() + r.model[0].upper_.tobytes() +
+                  r.model[-1].coef_.tobytes() for r in records[0]}
+        assert len(bounds) == N_FITS, pair_name
+
+
+@pytest.mark.parametrize("random_state", [None, 3])
+def test_private_bounds_pipeline_saved_holds_no_noise_generator(random_state):
+    X, y = _base_data(2)
+    model = _bounds_pipeline([0, 1], BudgetAccountant(), random_state).fit(X, y)
+    data = pickle.dumps(model)
+    assert pickle_globals(data) == loaded_globals(data)
+    assert _forbidden_globals(pickle_globals(data)) == set()
+    for obj in reachable_objects(pickle.loads(data)) + _params_objects(model):
+        assert not isinstance(obj, _FORBIDDEN_TYPES), type(obj)

@@ -12,6 +12,9 @@ What counts as safe (learns nothing from the data):
 * ``"passthrough"``, ``None`` and ``"drop"``;
 * :class:`dpsk.preprocessing.RowNormClipper` and
   :class:`dpsk.preprocessing.BoundedScaler` (declared parameters);
+* :class:`dpsk.preprocessing.PrivateBoundsScaler`: it learns, but its fit is a
+  differentially private release charged to the ledger (it is a private step,
+  not the private model: a pipeline still needs a dpsk model after it);
 * :class:`sklearn.preprocessing.FunctionTransformer`, on the understanding that
   its function acts on each row on its own (a function such as
   ``lambda X: X / X.max()`` reads every row and is not safe; this cannot be
@@ -138,7 +141,8 @@ _SAFE_STRINGS = ("passthrough", "drop")
 
 _ADVICE = (
     "Declare what they would learn: scale numeric columns with "
-    "dpsk.preprocessing.BoundedScaler (declared bounds) or RowNormClipper; encode "
+    "dpsk.preprocessing.BoundedScaler (declared bounds), RowNormClipper, or "
+    "PrivateBoundsScaler (bounds learned privately, charged to the ledger); encode "
     "categorical columns with OneHotEncoder(categories=[...declared lists...], "
     "handle_unknown='ignore') or OrdinalEncoder(categories=[...]), without "
     "min_frequency or max_categories; fill missing values with "
@@ -156,12 +160,25 @@ _SHAPE_ONLY = (GaussianRandomProjection, SparseRandomProjection, PolynomialFeatu
                PolynomialCountSketch, SkewedChi2Sampler)
 
 
-def _declared_safe_types():
-    # Imported here: dpsk.preprocessing imports the core, and the core must not
-    # import it back at module load.
-    from ..preprocessing import BoundedScaler, RowNormClipper
+def _is_declared_step(step):
+    """Whether ``step`` is a dpsk transformer whose parameters are all declared.
 
-    return (RowNormClipper, BoundedScaler)
+    A tag (``_dpsk_declared_step``) rather than ``isinstance``, for the same
+    reason as :func:`is_private_step`: ``dpsk.preprocessing`` sits above this
+    check (its private scaler uses the fit protocol), so it is not imported here.
+    """
+    return getattr(type(step), "_dpsk_declared_step", False) is True
+
+
+def _is_private_preprocessing(step):
+    """Whether ``step`` is a dpsk transformer that learns privately (and charges for it).
+
+    It may sit before the private model: what it learns is a release. It is not
+    the private model itself: a pipeline whose only private part is such a step
+    ends in a model that learns without noise.
+    """
+    return is_private_step(step) and getattr(type(step), "_dpsk_private_preprocessing",
+                                             False) is True
 
 
 def _encoder_is_declared(encoder):
@@ -216,17 +233,24 @@ def _declared_sklearn_step(step):
     return _reads_only_shape(step)
 
 
-def _learning_parts(name, step):
-    """Names (with ``outer__inner`` paths) of the parts of ``step`` that learn."""
+def _learning_parts(name, step, allow_private=False):
+    """Names (with ``outer__inner`` paths) of the parts of ``step`` that learn.
+
+    With ``allow_private`` a private preprocessing step (it learns, but charges
+    a ledger for it) is not reported: :func:`check_pipeline` and the fit-time
+    warning pass True. Callers that fit the steps themselves (``DPGridSearch``
+    fits each candidate's pipeline, and must not let a step charge a ledger
+    once per candidate run) keep the default and see it reported.
+    """
     if step is None or (isinstance(step, str) and step in _SAFE_STRINGS):
         return []
     if isinstance(step, Pipeline):
         return [found for inner, sub in step.steps
-                for found in _learning_parts(f"{name}__{inner}", sub)]
+                for found in _learning_parts(f"{name}__{inner}", sub, allow_private)]
     if isinstance(step, ColumnTransformer):
         parts = [found for inner, sub, _ in step.transformers
-                 for found in _learning_parts(f"{name}__{inner}", sub)]
-        parts += _learning_parts(f"{name}__remainder", step.remainder)
+                 for found in _learning_parts(f"{name}__{inner}", sub, allow_private)]
+        parts += _learning_parts(f"{name}__remainder", step.remainder, allow_private)
         # With sparse_threshold > 0 the fitted transformer decides between sparse
         # and dense output from the data's density (sparse_output_): one
         # noise-free bit, which also changes what the next step accepts.
@@ -235,11 +259,13 @@ def _learning_parts(name, step):
         return parts
     if isinstance(step, FeatureUnion):
         return [found for inner, sub in step.transformer_list
-                for found in _learning_parts(f"{name}__{inner}", sub)]
+                for found in _learning_parts(f"{name}__{inner}", sub, allow_private)]
     if isinstance(step, FunctionTransformer):  # tagged stateless, yet its fit may warn
         return [] if _function_is_declared(step) else [name]
-    if isinstance(step, _declared_safe_types()) or _declared_sklearn_step(step):
+    if _is_declared_step(step) or _declared_sklearn_step(step):
         return []
+    if allow_private and _is_private_preprocessing(step):
+        return []  # it learns, but privately: charged on the ledger like the model
     try:
         stateless = not step.__sklearn_tags__().requires_fit
     except AttributeError:  # not a scikit-learn estimator: assume it learns
@@ -277,7 +303,13 @@ def _parts(obj):
 
 
 def _holds_private(obj):
-    """Whether ``obj`` is, or holds at any depth, a dpsk estimator."""
+    """Whether ``obj`` is, or holds at any depth, a private dpsk model.
+
+    A private preprocessing step (:class:`dpsk.preprocessing.PrivateBoundsScaler`)
+    does not count: the model after it must be private too.
+    """
+    if _is_private_preprocessing(obj):
+        return False
     return is_private_step(obj) or any(_holds_private(part) for _, part in _parts(obj))
 
 
@@ -301,7 +333,7 @@ def _leaks_around(path, obj):
     if isinstance(obj, Pipeline):
         last = max(holders)
         found = [leak for name, part in parts[:last]
-                 for leak in _learning_parts(_join(path, name), part)]
+                 for leak in _learning_parts(_join(path, name), part, allow_private=True)]
         return found + _leaks_around(_join(path, parts[last][0]), parts[last][1])
     found = []
     if not isinstance(obj, (ColumnTransformer, FeatureUnion)):
@@ -311,7 +343,7 @@ def _leaks_around(path, obj):
         if i in holders:
             found += _leaks_around(sub, part)
         elif isinstance(obj, (ColumnTransformer, FeatureUnion)):
-            found += _learning_parts(sub, part)
+            found += _learning_parts(sub, part, allow_private=True)
     if isinstance(obj, ColumnTransformer) and obj.sparse_threshold != 0:
         found.append(f"{path} (sparse_threshold > 0)")
     return found
@@ -543,7 +575,7 @@ def _leaks_in_chain(chain):
     for pipeline, index in reversed(chain):  # outermost first, for the name prefixes
         if not getattr(pipeline, "_checks_itself", False):
             names += [prefix + found for name, step in pipeline.steps[:index]
-                      for found in _learning_parts(name, step)]
+                      for found in _learning_parts(name, step, allow_private=True)]
         prefix += pipeline.steps[index][0] + "__"
     return names
 

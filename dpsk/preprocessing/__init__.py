@@ -3,12 +3,16 @@
 A transformer that learns from the training data (``StandardScaler`` learns means
 and variances, ``MinMaxScaler`` the minimum and maximum, ``PCA`` directions) puts
 those statistics into the pipeline without any noise: the released pipeline is
-then not differentially private, whatever the final estimator guarantees. The
+then not differentially private, whatever the final estimator guarantees. Most
 transformers here never learn from data; their parameters are declared by the
-user. Use :func:`dpsk.check_pipeline` to find the steps of a pipeline that do learn.
+user. :class:`PrivateBoundsScaler` learns clipping bounds, but privately: its
+fit is an epsilon-DP release charged to the ledger. Use
+:func:`dpsk.check_pipeline` to find the steps of a pipeline that learn without noise.
 """
 
+from ._bounds import PrivateBoundsScaler, bounds_grid
 from ._data import BoundedScaler, RowNormClipper
 from ._table import make_table_encoder, table_norm_bound
 
-__all__ = ["BoundedScaler", "RowNormClipper", "make_table_encoder", "table_norm_bound"]
+__all__ = ["BoundedScaler", "PrivateBoundsScaler", "RowNormClipper", "bounds_grid",
+           "make_table_encoder", "table_norm_bound"]

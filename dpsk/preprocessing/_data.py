@@ -60,6 +60,9 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
            [0.3, 0.4]])
     """
 
+    #: Read by :func:`dpsk.check_pipeline`: every parameter is declared.
+    _dpsk_declared_step = True
+
     _parameter_constraints = {
         "data_norm": [Interval(Real, 0, np.inf, closed="neither")],
     }
@@ -164,6 +167,9 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
            [1.        , 1.        ],
            [0.3835..., 1.        ]])
     """
+
+    #: Read by :func:`dpsk.check_pipeline`: every parameter is declared.
+    _dpsk_declared_step = True
 
     _parameter_constraints = {
         "lower": ["array-like", Real],

@@ -10,6 +10,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 
+from ._bounds import PrivateBoundsScaler
 from ._data import BoundedScaler
 
 __all__ = ["make_table_encoder", "table_norm_bound"]
@@ -37,13 +38,19 @@ def _check_keys(numeric, categorical):
 
 
 def _check_numeric(numeric):
-    """The declared bounds as ``{column: (low, high)}`` with finite floats, low < high."""
+    """The declared bounds as ``{column: (low, high) or None}`` with finite floats, low < high.
+
+    ``None`` declares a numeric column without bounds: they are learned privately.
+    """
     checked = {}
     for column, bounds in numeric.items():
+        if bounds is None:
+            checked[column] = None
+            continue
         if (isinstance(bounds, (str, bytes)) or not hasattr(bounds, "__len__")
                 or len(bounds) != 2 or not all(_is_number(b) for b in bounds)):
             raise ValueError(f"numeric[{column!r}] must be a pair (low, high) of numbers, "
-                             f"got {bounds!r}.")
+                             f"or None to learn its bounds privately, got {bounds!r}.")
         low, high = float(bounds[0]), float(bounds[1])
         if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
             raise ValueError(f"numeric[{column!r}] must have finite bounds with low < high, "
@@ -177,22 +184,32 @@ def _numeric_fill(fill_numeric, low, high):
 
 
 def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint",
-                       fill_categorical="__missing__", handle_unknown="ignore"):
+                       fill_categorical="__missing__", handle_unknown="ignore",
+                       bounds_epsilon=None, bounds_accountant=None):
     """Build a column transformer that encodes a mixed table from a declared schema.
 
-    Everything the transformer does is fixed by the schema: numeric columns are
-    mapped from declared bounds to ``[0, 1]`` (clipping outside them), categorical
-    columns are one-hot encoded over declared category lists, and missing entries
-    get declared fill values. Its ``fit`` learns nothing from the values of the
-    data, so it can sit in front of any dpsk estimator at no privacy cost, and
-    :func:`dpsk.check_pipeline` accepts it. Columns not in the schema are dropped.
+    With declared bounds everything the transformer does is fixed by the schema:
+    numeric columns are mapped from declared bounds to ``[0, 1]`` (clipping
+    outside them), categorical columns are one-hot encoded over declared
+    category lists, and missing entries get declared fill values. Its ``fit``
+    then learns nothing from the values of the data, so it can sit in front of
+    any dpsk estimator at no privacy cost, and :func:`dpsk.check_pipeline`
+    accepts it. Columns not in the schema are dropped.
+
+    A numeric column declared with ``None`` instead of bounds gets them from a
+    :class:`PrivateBoundsScaler`: its fit releases each such column's bounds
+    with ``bounds_epsilon``-differential privacy (all such columns together),
+    charged to ``bounds_accountant`` (None: the default ledger, which the
+    private model after it charges too). The output's norm bound is the same.
 
     Parameters
     ----------
-    numeric : mapping of column to (low, high), default=None
-        Declared bounds of each numeric column (finite, ``low < high``). Keys are
-        DataFrame column names (strings) or column positions (integers), the same
-        kind for every column in the schema.
+    numeric : mapping of column to (low, high) or None, default=None
+        Declared bounds of each numeric column (finite, ``low < high``), or
+        ``None`` for a column whose bounds are learned privately
+        (``dict.fromkeys(names)`` learns every bound). Keys are DataFrame column names (strings)
+        or column positions (integers), the same kind for every column in the
+        schema.
     categorical : mapping of column to list, default=None
         Declared categories of each categorical column: non-empty, no
         duplicates, only strings or only numbers, no missing value. Values
@@ -213,13 +230,20 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
         (``"error"``): a refusal of input outside the declared domain, which
         happens before the private model's fit and so costs nothing. The
         message names the column, never the value.
+    bounds_epsilon : float or None, default=None
+        Privacy parameter of the private bounds (all ``None`` columns
+        together, split evenly over their ends), > 0. Required when a numeric
+        column has no declared bounds; refused otherwise.
+    bounds_accountant : BudgetAccountant or None, default=None
+        The ledger the private bounds are charged to.
 
     Returns
     -------
     encoder : sklearn.compose.ColumnTransformer
         Unfitted, with ``sparse_threshold=0`` and ``remainder="drop"``. Its output
-        has, in this order, one column per numeric column (values in ``[0, 1]``),
-        then the one-hot columns of each categorical column. Every output row has
+        has, in this order, one column per numeric column with declared bounds,
+        one per numeric column without (values in ``[0, 1]``), then the one-hot
+        columns of each categorical column. Every output row has
         L2 norm at most :func:`table_norm_bound` of the same schema.
 
     Raises
@@ -232,7 +256,8 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
     See Also
     --------
     table_norm_bound : the bound on the output's row norms, for ``data_norm``.
-    BoundedScaler : the numeric part.
+    BoundedScaler : the numeric part, declared bounds.
+    PrivateBoundsScaler : the numeric part, private bounds.
 
     Notes
     -----
@@ -263,6 +288,9 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
     if not (isinstance(handle_unknown, str) and handle_unknown in _HANDLE_UNKNOWN):
         raise ValueError(f"handle_unknown must be one of {_HANDLE_UNKNOWN}, got "
                          f"{handle_unknown!r}.")
+    learned = [column for column, pair in bounds.items() if pair is None]
+    _check_bounds_epsilon(bounds_epsilon, learned)
+    bounds = {column: pair for column, pair in bounds.items() if pair is not None}
     # One small pipeline per numeric column: SimpleImputer takes one fill value, and
     # the midpoint differs from column to column. Numbers in an object column can
     # hold None or pandas.NA too, hence the same marking step as for categories.
@@ -280,6 +308,11 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
          [column])
         for i, (column, (low, high)) in enumerate(bounds.items())
     ]
+    if learned:
+        transformers.append(("numeric_private",
+                             _private_numeric(learned, fill_numeric, bounds_epsilon,
+                                              bounds_accountant),
+                             learned))
     if categories:
         onehot = OneHotEncoder(categories=list(categories.values()),
                                handle_unknown=handle_unknown, sparse_output=False)
@@ -299,6 +332,38 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
                              verbose_feature_names_out=False)
 
 
+def _check_bounds_epsilon(bounds_epsilon, learned):
+    if learned and bounds_epsilon is None:
+        raise ValueError(f"Numeric columns {learned} have no declared bounds: give "
+                         "bounds_epsilon (> 0) to learn them privately, or declare "
+                         "(low, high) for each.")
+    if not learned and bounds_epsilon is not None:
+        raise ValueError("bounds_epsilon is given but every numeric column has declared "
+                         "bounds; nothing would be learned. Declare a column with None to "
+                         "learn its bounds privately.")
+    if learned and not (_is_number(bounds_epsilon) and 0 < bounds_epsilon < math.inf):
+        raise ValueError(f"bounds_epsilon must be a finite number > 0, got "
+                         f"{bounds_epsilon!r}.")
+
+
+def _private_numeric(columns, fill_numeric, epsilon, accountant):
+    """The block of numeric columns whose bounds are learned privately.
+
+    A missing entry is left out of the quantiles and mapped to the middle of
+    ``[0, 1]`` (the midpoint of the learned bounds) with ``fill_numeric="midpoint"``;
+    a declared number is put in before the bounds are learned, as for declared bounds.
+    """
+    steps = [("mark_missing", FunctionTransformer(_as_numbers, kw_args={"columns": columns},
+                                                  feature_names_out="one-to-one"))]
+    midpoint = isinstance(fill_numeric, str) and fill_numeric == "midpoint"
+    if not midpoint:
+        steps.append(("impute", SimpleImputer(strategy="constant", fill_value=float(fill_numeric),
+                                              keep_empty_features=True)))
+    steps.append(("bounds", PrivateBoundsScaler(epsilon=epsilon, accountant=accountant,
+                                                missing="midpoint" if midpoint else "error")))
+    return Pipeline(steps)
+
+
 def table_norm_bound(numeric=None, categorical=None):
     """Bound on the L2 norm of a row encoded by :func:`make_table_encoder`.
 
@@ -313,6 +378,8 @@ def table_norm_bound(numeric=None, categorical=None):
     ----------
     numeric, categorical : mapping, default=None
         The schema, as for :func:`make_table_encoder` (validated the same way).
+        A numeric column without declared bounds counts the same: the private
+        bounds map it into ``[0, 1]`` too, so the bound is known before fitting.
 
     Returns
     -------
