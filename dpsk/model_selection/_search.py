@@ -33,6 +33,7 @@ from ..accounting._ledger import BudgetAccountant, _validate_cost
 from ..mechanisms._noise import exponential_mechanism
 from ..mechanisms._random import noise_source, public_rng, validate_random_state
 from ..pipeline._check import _learning_parts
+from ._repeat import plan_repeat, repeat_and_select
 from ._stopping import (
     RANDOM_STOPPING_FACTOR,
     default_stop_probability,
@@ -396,14 +397,16 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         "n_jobs": [Integral, None],
         "random_state": [Interval(Integral, 0, None, closed="left"), None],
         "allow_learned_steps": ["boolean"],
-        "method": [StrOptions({"disjoint", "random-stopping"})],
+        "method": [StrOptions({"disjoint", "random-stopping", "repeat"})],
+        "delta": [Interval(Real, 0, 1, closed="left"), None],
         "stop_probability": [Interval(Real, 0, 1, closed="right"), None],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
     }
 
     def __init__(self, estimator, param_grid, *, epsilon=1.0, refit=False, accountant=None,
                  n_jobs=None, random_state=None, allow_learned_steps=False,
-                 method="random-stopping", stop_probability=None, validation_fraction=0.1):
+                 method="random-stopping", stop_probability=None, validation_fraction=0.1,
+                 delta=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -415,6 +418,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         self.method = method
         self.stop_probability = stop_probability
         self.validation_fraction = validation_fraction
+        self.delta = delta
 
     # -- candidates -----------------------------------------------------------------
     def _candidate_params(self):
@@ -483,6 +487,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             raise ValueError("epsilon must be > 0, got 0.")
         candidates = self._candidate_params()
         delta = max(self._inner_cost(self._make_candidate(p, None))[1] for p in candidates)
+        if self.method == "repeat" and len(candidates) > 1:
+            return self._repeat_cost(epsilon, delta)
         if self.method == "random-stopping" and delta > 0:
             raise ValueError(
                 "method='random-stopping' needs pure epsilon-DP inner estimators (delta=0): "
@@ -493,6 +499,26 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         if self.refit and len(candidates) > 1:
             return 2.0 * epsilon, min(2.0 * delta, 1.0)
         return epsilon, delta
+
+    def _repeat_cost(self, epsilon, inner_delta):
+        """``method="repeat"``: the search's total ``(epsilon, delta)``, checked for free."""
+        if self.refit:
+            raise ValueError(
+                "method='repeat' releases the best run's model and does not refit; "
+                "use refit=False (the runs train on all but the validation rows).")
+        delta = inner_delta if self.delta is None else float(self.delta)
+        if delta == 0 and inner_delta > 0:
+            raise ValueError(
+                "method='repeat' with delta=0 needs pure candidates (delta=0); some "
+                "candidate has delta > 0. Give the search a total delta > 0.")
+        return epsilon, delta
+
+    def _spend(self, accountant, event):
+        # The repeat plan depends on n (public), known only after validation: its
+        # event replaces the (epsilon, delta) placeholder checked before.
+        planned = self.__dict__.pop("_planned_event", None)
+        super()._spend(accountant, event if planned is None else planned)
+        self._spent_event = event if planned is None else planned
 
     # -- fit ------------------------------------------------------------------------
     def fit(self, X, y, **fit_params):
@@ -542,7 +568,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                 UserWarning,
                 stacklevel=2,
             )
-        return self._fit_with_budget(self._validate_input, self._release, X, y)
+        self._fit_with_budget(self._validate_input, self._release, X, y)
+        self.privacy_event_ = self.__dict__.pop("_spent_event")
+        return self
 
     def _validate_input(self, X, y):
         """Domain checks, free: shapes, then each candidate's own checks; the classes."""
@@ -564,7 +592,40 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             )
         for params in candidates:
             values_withheld(_validate_through, self._make_candidate(params, None, classes), X, y)
+        if m > 1 and self.method == "repeat":
+            self._planned_event = self._plan(n, classes, candidates).event
         return X, y, classes
+
+    def _plan(self, n, classes, candidates):
+        """The public plan of ``method="repeat"`` (sizes, budget and grid only)."""
+        if n < 2:
+            raise ValueError(
+                "DPGridSearch with method='repeat' splits the data into a training and "
+                f"a validation part and needs at least 2 rows; got {n}.")
+        epsilon, delta = self._privacy_cost()
+        n_val = min(max(int(round(self.validation_fraction * n)), 1), n - 1)
+        finals = [_private_final_step(self._make_candidate(p, None, classes))[1]
+                  for p in candidates]
+        return plan_repeat(finals, n - n_val, len(classes), epsilon, delta)
+
+    def _release_repeat(self, X, y, classes, candidates):
+        """Papernot and Steinke's repeat-and-select (``_repeat.py``)."""
+        seed = self.random_state
+        plan = self._plan(y.shape[0], classes, candidates)
+        train, val = _score_split(y.shape[0], self.validation_fraction, public_rng(seed))
+        X_val, y_val = _safe_indexing(X, val), y[val]
+
+        def make(i, j):
+            return self._make_candidate(candidates[i], _derived_seed(seed, 4, j), classes,
+                                        epsilon=plan.run_epsilon)
+
+        best, index, score = repeat_and_select(
+            plan, make, (_safe_indexing(X, train), y[train]), (X_val, y_val),
+            noise_source(seed))
+        self._check_spent(best, plan.run_epsilon, 1.0)
+        fitted = self._fitted(best, candidates, index)
+        fitted["best_score_"] = score / len(val)
+        return fitted
 
     def _release(self, data, *, epsilon, delta):
         X, y, classes = data
@@ -582,6 +643,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             return self._fitted(best, candidates, 0)
         if self.method == "random-stopping":
             return self._release_random_stopping(X, y, classes, candidates, epsilon, delta)
+        if self.method == "repeat":
+            return self._release_repeat(X, y, classes, candidates)
 
         # The split is public randomness: its own generator, never the noise source.
         parts = _split_parts(y.shape[0], m + 1, public_rng(seed))
