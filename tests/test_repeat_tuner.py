@@ -333,3 +333,35 @@ def test_refused_for_free(case):
     with pytest.raises(ValueError):
         search.fit(X, y)
     assert acc.events == []
+
+
+def test_progress_counts_seconds_not_runs(monkeypatch):
+    import sys
+    import types
+
+    calls = []
+
+    class FakeBar:
+        def __init__(self, *args, **kwargs):
+            calls.append(("init", args, tuple(sorted(kwargs.items()))))
+
+        def __getattr__(self, name):
+            def record(*args, **kwargs):
+                calls.append((name, args, kwargs))
+            return record
+
+    module = types.ModuleType("tqdm.auto")
+    module.tqdm = FakeBar
+    monkeypatch.setitem(sys.modules, "tqdm", types.ModuleType("tqdm"))
+    monkeypatch.setitem(sys.modules, "tqdm.auto", module)
+    X, y = _data(n=200)
+    seen = []
+    for k in (1, 9):
+        calls.clear()
+        monkeypatch.setattr(_repeat, "truncated_negative_binomial", lambda *a, k=k: k)
+        _search(accountant=BudgetAccountant()).fit(X, y)
+        seen.append([c for c in calls if c[0] != "refresh"])
+    assert seen[0] == seen[1]
+    init = dict(seen[0][0][2])
+    assert init["total"] is None and "{elapsed}" in init["bar_format"]
+    assert {c[0] for c in seen[0]} <= {"init", "close"}
