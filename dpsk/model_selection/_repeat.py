@@ -48,7 +48,7 @@ __all__ = ["RepeatPlan", "run_components", "plan_repeat", "repeat_and_select",
            "RUNS_PER_CANDIDATE", "SHAPES"]
 
 #: The expected number of runs is ``RUNS_PER_CANDIDATE * m`` for ``m`` candidates.
-RUNS_PER_CANDIDATE = 2.0
+RUNS_PER_CANDIDATE = 1.5
 
 #: The shapes ``eta`` of the law of ``K`` the planner tries (logarithmic, between,
 #: geometric); it keeps the one that allows the largest per-run epsilon.
@@ -179,7 +179,7 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None):
 
     For each shape in :data:`SHAPES`, ``gamma`` is set so that ``E[K]`` is
     ``mean_runs`` (default ``RUNS_PER_CANDIDATE * m``) and the per-run epsilon
-    is the largest (by bisection, to a relative 1e-6) at which the search's
+    is the largest (by bisection, to a relative 1e-4) at which the search's
     curve converts to at most ``epsilon`` at ``delta``; the shape with the
     largest per-run epsilon is kept. With ``delta = 0`` every candidate must be
     pure and the per-run epsilon is ``epsilon / (2 + eta)``.
@@ -220,7 +220,7 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None):
             lo, hi = 0.0, epsilon
             if _total_epsilon(candidates_at(hi), eta, gamma, delta) <= epsilon:
                 lo = hi
-            while hi - lo > 1e-6 * hi:
+            while hi - lo > 1e-4 * hi:
                 mid = 0.5 * (lo + hi)
                 if _total_epsilon(candidates_at(mid), eta, gamma, delta) <= epsilon:
                     lo = mid

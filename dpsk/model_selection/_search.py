@@ -239,7 +239,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     **method="repeat".** Papernot and Steinke (2022, "Hyperparameter tuning
     with Renyi differential privacy", ICLR, Theorem 2). A public split sets
     aside ``validation_fraction`` of the rows. A secret number of runs ``K``
-    is drawn exactly from a truncated negative binomial law with ``E[K] = 2
+    is drawn exactly from a truncated negative binomial law with ``E[K] = 1.5
     m``; each run fits a uniformly drawn candidate on the training part at a
     planned per-run epsilon (and the candidate's own ``delta``) and scores it
     by a discrete-Laplace-noised count of correct validation predictions; the
@@ -644,7 +644,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         for params in candidates:
             values_withheld(_validate_through, self._make_candidate(params, None, classes), X, y)
         if m > 1 and self._method() == "repeat":
-            self._planned_event = self._plan(n, classes, candidates).event
+            # Kept until the release (planning solves for the per-run epsilon).
+            self._pending_plan = self._plan(n, classes, candidates)
+            self._planned_event = self._pending_plan.event
         return X, y, classes
 
     def _plan(self, n, classes, candidates):
@@ -662,7 +664,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     def _release_repeat(self, X, y, classes, candidates):
         """Papernot and Steinke's repeat-and-select (``_repeat.py``)."""
         seed = self.random_state
-        plan = self._plan(y.shape[0], classes, candidates)
+        plan = self.__dict__.pop("_pending_plan", None) or self._plan(
+            y.shape[0], classes, candidates)
         train, val = _score_split(y.shape[0], self.validation_fraction, public_rng(seed))
         X_val, y_val = _safe_indexing(X, val), y[val]
 
