@@ -142,3 +142,22 @@ def muted():
             if _MUTE_STATE["depth"] == 0:
                 _unmute(_MUTE_STATE["saved"])
                 _MUTE_STATE["saved"] = None
+
+
+def console_stderr():
+    """A new text stream to the process's standard error as it was before :func:`muted`.
+
+    Inside a muted block descriptor 2 points at the null device; this stream
+    writes to the copy :func:`muted` kept of the original, so a display that
+    reveals nothing secret (a search's elapsed seconds) still reaches the
+    console. Outside a muted block it writes to descriptor 2. The caller closes
+    it before the block ends.
+    """
+    with _MUTE_LOCK:
+        saved = _MUTE_STATE["saved"]
+        fd = 2
+        if saved is not None:
+            fd = dict(saved[2]).get(2)
+            if fd is None:  # descriptor 2 was closed: nothing can reach a console
+                return open(os.devnull, "w")  # noqa: SIM115 - the caller closes it
+        return os.fdopen(os.dup(fd), "w", buffering=1)

@@ -442,7 +442,9 @@ def test_pipeline_grid_may_not_set_reserved_params(data):
     [DPGridSearch(DPLogisticRegression(), {"alpha": [1e-2, 1e-1]}, random_state=0,
                   method="disjoint"),
      DPGridSearch(DPLogisticRegression(), {"alpha": [1e-2, 1e-1]}, random_state=0,
-                  stop_probability=0.5)],
+                  stop_probability=0.5, method="random-stopping"),
+     DPGridSearch(DPLogisticRegression(), {"alpha": [1e-2, 1e-1]}, random_state=0,
+                  method="repeat", delta=1e-6)],
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)

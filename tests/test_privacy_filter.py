@@ -12,6 +12,7 @@ import os
 import pickle
 import random
 
+import numpy as np
 import pytest
 
 from dpsk import (
@@ -393,3 +394,20 @@ def test_the_first_release_exception_keeps_the_worst_analyst_within_budget(monke
     monkeypatch.setattr(sys.modules[__name__], "_MENU", _MENU + (whole,))
     worst = _worst_analyst(_LedgerRule(acc), 1.0, depth=8)
     assert worst <= 0.05 * (1 + 1e-9)
+
+
+def test_the_filter_composes_a_search_by_its_own_renyi_curve():
+    from dpsk.accounting._events import RepeatAndSelectEvent
+    from dpsk.accounting._filter import ORDERS, event_terms
+
+    search = RepeatAndSelectEvent(candidates=((("gaussian", 3.0, 1),),), eta=0.0, gamma=0.05,
+                                  delta=1e-6, claimed_epsilon=5.0)
+    curve, max_div, pair = event_terms(search)
+    np.testing.assert_allclose(curve, search.rdp(ORDERS))
+    assert max_div == math.inf and pair == 0.0  # its pair is not a pure guarantee
+    pure = RepeatAndSelectEvent(candidates=((("pure", 0.5, 1),),), eta=0.0, gamma=0.05,
+                                delta=0.0, claimed_epsilon=1.0)
+    assert event_terms(pure)[1] == 1.0
+    acc = BudgetAccountant(epsilon=8.0, delta=1e-5, composition="rdp")
+    acc.spend(search)
+    assert acc.events == [search]

@@ -262,9 +262,12 @@ def test_bad_parameters_refused_before_spending(data, monkeypatch, bad):
     assert acc.spends == []
 
 
-def test_random_stopping_is_the_default():
-    # The benchmark (python -m benchmarks tuning) found it more accurate at equal cost.
-    assert DPGridSearch(DPLogisticRegression(), GRID).method == "random-stopping"
+def test_random_stopping_is_the_default_with_refit():
+    # "auto" picks repeat-and-select (python -m benchmarks repeat), which has no
+    # refit; with refit=True it keeps random stopping, the earlier default.
+    assert DPGridSearch(DPLogisticRegression(), GRID).method == "auto"
+    assert DPGridSearch(DPLogisticRegression(), GRID)._method() == "repeat"
+    assert DPGridSearch(DPLogisticRegression(), GRID, refit=True)._method() == "random-stopping"
 
 
 def test_single_candidate_trains_on_all_rows(data):

@@ -173,6 +173,15 @@ AUDITED = [
     Config("grid-gaussian-norefit",
            _grid(lambda c: DPLogisticRegression(classes=c, delta=1e-5), {"alpha": [0.01, 0.1]},
                  False)),
+    # Repeat-and-select (Papernot and Steinke 2022): pure and approximate-DP candidates.
+    Config("grid-repeat-pure",
+           _grid(lambda c: DPLogisticRegression(classes=c), {"alpha": [0.01, 0.1]}, False,
+                 method="repeat", delta=1e-5), 3),
+    Config("grid-repeat-mixed",
+           _grid(lambda c: DPLogisticRegression(classes=c),
+                 [{"alpha": [0.01, 0.1], "delta": [0.0, 1e-5]},
+                  {"alpha": [0.1], "perturbation": ["gradient", "output"], "delta": [1e-5]}],
+                 False, method="repeat", delta=1e-5)),
     Config("robust-pure-binary", _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2)),
     Config("robust-gaussian-3class",
            _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, delta=1e-5), 3),
@@ -277,6 +286,10 @@ def describe(obj, selected=False):
                 out[key] = ("selection", type(value).__name__)
             elif key in params and selected:
                 out[key] = ("selected-param", type(value).__name__)
+            elif selected and key in ("privacy_spent_", "privacy_event_"):
+                # A grid over mechanisms (method="repeat"): the chosen candidate's
+                # own cost is a function of which candidate won, part of the release.
+                out[key] = ("selected-cost",)
             else:
                 out[key] = _describe_value(value)
         return out

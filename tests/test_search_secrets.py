@@ -422,3 +422,25 @@ def test_muted_holds_until_the_last_thread_leaves(capfd):
     thread.join()
     print("seen")
     assert capfd.readouterr().out == "seen\n"
+
+
+def test_console_stderr_reaches_the_real_console_inside_a_muted_block():
+    import os
+
+    from dpsk._silence import console_stderr, muted
+
+    read_end, write_end = os.pipe()
+    saved = os.dup(2)
+    os.dup2(write_end, 2)
+    try:
+        with muted():
+            os.write(2, b"secret\n")  # descriptor 2 goes nowhere here
+            stream = console_stderr()
+            stream.write("elapsed 3s\n")
+            stream.close()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        assert pipe.read() == "elapsed 3s\n"

@@ -30,7 +30,13 @@ Methods
 import math
 from collections import Counter
 
-from ._events import ApproxDPEvent, ExponentialEvent, GaussianEvent, PureDPEvent
+from ._events import (
+    ApproxDPEvent,
+    ExponentialEvent,
+    GaussianEvent,
+    PureDPEvent,
+    RepeatAndSelectEvent,
+)
 
 __all__ = ["COMPOSITION_METHODS", "compose_epsilon"]
 
@@ -149,8 +155,11 @@ def _rdp_epsilon(events, delta):
     dp_accounting, _, _, rdp = _import_dp_accounting()
     accountant = rdp.RdpAccountant()
     leftover = []  # events Renyi DP cannot describe: composed with the rest basically
+    extra = 0.0  # curves dp-accounting cannot express, added order by order
     for event, count in Counter(events).items():
-        if isinstance(event, PureDPEvent) and event.mechanism == "laplace":
+        if isinstance(event, RepeatAndSelectEvent):
+            extra = extra + count * event.rdp(accountant.orders)
+        elif isinstance(event, PureDPEvent) and event.mechanism == "laplace":
             accountant.compose(dp_accounting.LaplaceDpEvent(1.0 / event.epsilon), count)
         elif isinstance(event, GaussianEvent):
             accountant.compose(dp_accounting.GaussianDpEvent(event.noise_multiplier), count)
@@ -168,7 +177,8 @@ def _rdp_epsilon(events, delta):
         return math.inf
     if len(leftover) == len(events):
         return rest_eps
-    return float(accountant.get_epsilon(delta - rest_delta)) + rest_eps
+    total = accountant.rdp + extra
+    return float(rdp.compute_epsilon(accountant.orders, total, delta - rest_delta)[0]) + rest_eps
 
 
 _METHODS = {

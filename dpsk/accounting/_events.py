@@ -15,7 +15,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from numbers import Real
 
+import numpy as np
+
 from ._profiles import gaussian_delta
+from ._renyi import ORDERS, mixture_rdp, rdp_to_dp, repeat_and_select_rdp, tnb_mean
 
 __all__ = [
     "PrivacyEvent",
@@ -23,6 +26,7 @@ __all__ = [
     "ApproxDPEvent",
     "GaussianEvent",
     "ExponentialEvent",
+    "RepeatAndSelectEvent",
 ]
 
 _PURE_MECHANISMS = ("generic", "gamma-norm", "laplace")
@@ -268,8 +272,136 @@ class ExponentialEvent(PrivacyEvent):
         return 0.0
 
 
+_COMPONENT_KINDS = {"pure": 1, "gaussian": 1, "gaussian-objective": 2}
+
+
+def _components(candidates):
+    """``candidates`` as a tuple (per candidate) of tuples of checked components."""
+    out = []
+    for cand in candidates:
+        comps = []
+        for comp in cand:
+            kind, *params, count = comp
+            if kind not in _COMPONENT_KINDS or len(params) != _COMPONENT_KINDS[kind]:
+                raise ValueError(f"Bad Renyi component {comp!r}.")
+            params = [_real(params[0], f"{kind} parameter", low_open=True),
+                      *[_real(x, f"{kind} parameter") for x in params[1:]]]
+            if isinstance(count, bool) or int(count) != count or count < 1:
+                raise ValueError(f"Bad component count in {comp!r}.")
+            comps.append((str(kind), *params, int(count)))
+        if not comps:
+            raise ValueError("Every candidate needs at least one component.")
+        out.append(tuple(comps))
+    if not out:
+        raise ValueError("RepeatAndSelectEvent needs at least one candidate.")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class RepeatAndSelectEvent(PrivacyEvent):
+    """Private selection by repetition: the best of a random number of private runs.
+
+    The mechanism (Papernot and Steinke 2022, "Hyperparameter tuning with Renyi
+    differential privacy", ICLR): draw ``K`` from the truncated negative
+    binomial law ``D_(eta, gamma)`` (``eta = 0``: logarithmic, ``eta = 1``:
+    geometric); run ``K`` times, each run picking one of the candidates
+    uniformly and releasing it privately; release the best run only. ``K``
+    and the other runs stay secret. Recorded as one event.
+
+    Guarantee: Renyi DP with :meth:`rdp` at every order of the public grid
+    (Theorem 2 of the paper applied to the run's curve, the log-mean-exp of the
+    candidates' curves), hence ``(epsilon, delta)``-DP by the conversion of
+    :func:`dpsk.accounting._renyi.rdp_to_dp`; with ``delta = 0`` every
+    component must be pure and the guarantee is ``(2 + eta)`` times the largest
+    candidate epsilon (the theorem as both orders grow). The derivations are in
+    ``docs/grid_search.rst``.
+
+    Parameters
+    ----------
+    candidates : tuple of tuple of component
+        One tuple per candidate of components ``("pure", epsilon, count)``,
+        ``("gaussian", noise_multiplier, count)`` or ``("gaussian-objective",
+        unit_sigma, epsilon_jacobian, count)`` (see
+        :func:`dpsk.accounting._renyi.component_rdp`): the curve of one run of
+        that candidate, its private score included.
+    eta : float
+        Shape of the law of ``K``, in [0, 1].
+    gamma : float
+        Its other parameter, in (0, 1).
+    delta : float
+        The delta at which the event is summarised, in [0, 1).
+    claimed_epsilon : float
+        The epsilon the search was planned for; must be at least the epsilon
+        the curve gives at ``delta`` (up to a relative 1e-9).
+    """
+
+    candidates: tuple
+    eta: float
+    gamma: float
+    delta: float
+    claimed_epsilon: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "candidates", _components(self.candidates))
+        object.__setattr__(self, "eta", _real(self.eta, "eta", high=1.0, high_open=False))
+        object.__setattr__(self, "gamma", _real(self.gamma, "gamma", low_open=True, high=1.0))
+        object.__setattr__(self, "delta", _real(self.delta, "delta", high=1.0))
+        claimed = _real(self.claimed_epsilon, "claimed_epsilon", low_open=True)
+        exact = self._exact_epsilon()
+        if claimed < exact * (1.0 - 1e-9):
+            raise ValueError(
+                f"claimed_epsilon={claimed!r} is below the epsilon {exact!r} this "
+                "repeat-and-select search has at its delta: the claim would understate it."
+            )
+        object.__setattr__(self, "claimed_epsilon", claimed)
+
+    @property
+    def epsilon(self):
+        """The planned epsilon at ``delta``."""
+        return self.claimed_epsilon
+
+    @property
+    def mean_runs(self):
+        """``E[K]``: public (a function of ``eta`` and ``gamma``)."""
+        return tnb_mean(self.eta, self.gamma)
+
+    def _is_pure(self):
+        return all(comp[0] == "pure" for cand in self.candidates for comp in cand)
+
+    @staticmethod
+    def _epsilon_of(candidates, eta, gamma, delta):
+        """Epsilon at ``delta``: the Renyi conversion, or for pure candidates the
+        pure bound ``(2 + eta)`` times the largest candidate epsilon if smaller."""
+        pure = all(comp[0] == "pure" for cand in candidates for comp in cand)
+        bound = math.inf
+        if pure:
+            bound = (2.0 + eta) * max(math.fsum(c[1] * c[2] for c in cand)
+                                      for cand in candidates)
+        if delta > 0:
+            run = mixture_rdp(candidates, ORDERS)
+            bound = min(bound, rdp_to_dp(repeat_and_select_rdp(run, eta, gamma, ORDERS),
+                                         delta, ORDERS))
+        return bound
+
+    def _exact_epsilon(self):
+        return self._epsilon_of(self.candidates, self.eta, self.gamma, self.delta)
+
+    def rdp(self, orders=ORDERS):
+        """The Renyi DP of the whole search at each of ``orders`` (each > 1)."""
+        orders = np.asarray(orders, dtype=float)
+        run = mixture_rdp(self.candidates, orders)
+        return repeat_and_select_rdp(run, self.eta, self.gamma, orders)
+
+    def _to_dict(self):
+        return {"kind": "RepeatAndSelectEvent",
+                "candidates": [[list(c) for c in cand] for cand in self.candidates],
+                "eta": self.eta, "gamma": self.gamma, "delta": self.delta,
+                "claimed_epsilon": self.claimed_epsilon}
+
+
 _KINDS = {
-    cls.__name__: cls for cls in (PureDPEvent, ApproxDPEvent, GaussianEvent, ExponentialEvent)
+    cls.__name__: cls for cls in (PureDPEvent, ApproxDPEvent, GaussianEvent, ExponentialEvent,
+                                  RepeatAndSelectEvent)
 }
 
 

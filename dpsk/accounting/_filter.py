@@ -117,6 +117,14 @@ def _event_terms(event):
     # events module must not depend on it.
     from ._events import ApproxDPEvent, GaussianEvent, PureDPEvent
 
+    rdp = getattr(event, "rdp", None)
+    if rdp is not None:
+        # An event that carries its own Renyi curve (the repeat tuner's search,
+        # Papernot and Steinke 2022): its curve bounds its Renyi divergence at
+        # every order. With delta > 0 its pair is a conversion of that curve,
+        # not a bound on the privacy loss; with delta = 0 it claims pure DP.
+        max_div = event.epsilon if event.delta == 0 else math.inf
+        return tuple(float(v) for v in rdp(ORDERS)), max_div, 0.0
     if isinstance(event, GaussianEvent):
         # Renyi divergence of N(0, s^2) and N(1, s^2) is alpha / (2 s^2),
         # exactly (Mironov 2017, the table of basic mechanisms).

@@ -34,6 +34,7 @@ from ..accounting._scratch import ScratchLedger
 from ..mechanisms._noise import exponential_mechanism
 from ..mechanisms._random import noise_source, public_rng, validate_random_state
 from ..pipeline._check import _learning_parts
+from ._repeat import plan_repeat, repeat_and_select
 from ._stopping import (
     RANDOM_STOPPING_FACTOR,
     default_stop_probability,
@@ -289,12 +290,14 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     """Differentially private hyperparameter search.
 
     ``method="disjoint"`` is Algorithm 4 of Chaudhuri et al. (2011), described
-    first; ``method="random-stopping"`` (the default) is the random stopping of
-    Liu and Talwar (2019), described after it. The default is the one that was
-    more accurate at equal total epsilon on Adult (``python -m benchmarks
-    tuning``); it trains about ``10 m`` models on all the rows, so it is slower.
-    ``epsilon`` is the cost of the search with either method, and ``refit=True``
-    adds one more ``epsilon``.
+    first; ``method="random-stopping"`` is the random stopping of Liu and
+    Talwar (2019), described after it; ``method="repeat"`` is the repeated
+    selection of Papernot and Steinke (2022), last, the only one that tunes
+    approximately DP candidates (Gaussian mechanisms). The default,
+    ``"auto"``, is ``"repeat"`` (with ``refit=True``: ``"random-stopping"``,
+    or ``"disjoint"`` when a candidate has ``delta > 0``), by the rule in
+    ``_method``. ``epsilon`` is the cost of the search with every method, and
+    ``refit=True`` adds one more ``epsilon``.
 
     **method="disjoint".** The rows are split at random into ``m + 1`` disjoint
     parts, ``m`` being the number of candidates of ``param_grid``. Candidate
@@ -327,6 +330,25 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     epsilon`` mistakes on the held-out part. (If the inner estimator has a
     ``delta``, the search's cost is ``(epsilon, delta)`` per run, resp. twice that
     with ``refit=True``.)
+
+    **method="repeat".** Papernot and Steinke (2022, "Hyperparameter tuning
+    with Renyi differential privacy", ICLR, Theorem 2). A public split sets
+    aside ``validation_fraction`` of the rows. A secret number of runs ``K``
+    is drawn exactly from a truncated negative binomial law with ``E[K] = 1.5
+    m``; each run fits a uniformly drawn candidate on the training part at a
+    planned per-run epsilon (and the candidate's own ``delta``) and scores it
+    by a discrete-Laplace-noised count of correct validation predictions; the
+    best run is released, with ``best_score_``. Privacy guarantee: the whole
+    search is ``(epsilon, delta)``-DP, ``delta`` being the search's ``delta``
+    (default: the largest candidate ``delta``); it is recorded as one
+    :class:`~dpsk.accounting._events.RepeatAndSelectEvent` whose Renyi curve
+    the ledger composes. Conditions, enforced: every candidate is pure, a
+    Gaussian mechanism or Gaussian objective perturbation (each has a Renyi
+    curve); ``delta = 0`` needs pure candidates; no ``refit``. The per-run
+    epsilon is the largest at which the Renyi bound of the theorem, converted
+    to ``(epsilon, delta)``, meets the budget (``docs/grid_search.rst``
+    derives every step). ``K`` stays secret (never stored or shown; a
+    progress display, with tqdm, counts seconds only).
 
     **method="random-stopping".** Every run trains a candidate on all the
     training rows. A public random split sets aside ``validation_fraction`` of
@@ -419,10 +441,10 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         learns from the data (reported by :func:`dpsk.check_pipeline`). Such a
         step's statistics are released without noise, so the search is then not
         differentially private; the default refuses before reading any data.
-    method : {"disjoint", "random-stopping"}, default="random-stopping"
-        The tuning algorithm (see above). The benchmark
-        (``python -m benchmarks grid-search``, ``benchmarks/README.md``) compares
-        them at equal total cost.
+    method : {"auto", "disjoint", "random-stopping", "repeat"}, default="auto"
+        The tuning algorithm (see above). The benchmarks
+        (``python -m benchmarks tuning`` and ``repeat``, ``benchmarks/README.md``)
+        compare them at equal total cost.
     stop_probability : float in (0, 1] or None, default=None
         ``gamma`` of ``"random-stopping"``: the expected number of runs is
         ``1 / gamma``. None means ``1 / (10 m)``. The guarantee does not depend
@@ -430,6 +452,10 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     validation_fraction : float in (0, 1), default=0.1
         Share of the rows ``"random-stopping"`` scores on (at least one row, at
         most ``n - 1``); the runs train on the others. Ignored by ``"disjoint"``.
+    delta : float in [0, 1) or None, default=None
+        ``"repeat"`` only: the total delta of the search (None: the largest
+        candidate ``delta``). With ``delta > 0`` pure candidates are accounted
+        with Renyi DP too, which can allow a larger per-run epsilon.
 
     Attributes
     ----------
@@ -449,13 +475,15 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     n_features_in_ : int
         Number of features seen in fit.
     best_score_ : float
-        ``"random-stopping"`` only: the chosen run's noisy validation accuracy
+        ``"random-stopping"`` and ``"repeat"``: the chosen run's noisy validation accuracy
         (noisy count of correct predictions divided by the validation size; it
         can fall outside [0, 1]). Private, part of the release; an optimistic
         estimate, being the best of several noisy scores.
     privacy_spent_ : tuple of (float, float)
         ``(epsilon, 0.0)``, or ``(2 * epsilon, 0.0)`` with ``refit=True`` and more
-        than one candidate.
+        than one candidate; ``(epsilon, delta)`` with ``"repeat"``.
+    privacy_event_ : PrivacyEvent
+        What the ledger recorded (a ``RepeatAndSelectEvent`` with ``"repeat"``).
 
     Notes
     -----
@@ -502,14 +530,16 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         "n_jobs": [Integral, None],
         "random_state": [Interval(Integral, 0, None, closed="left"), None],
         "allow_learned_steps": ["boolean"],
-        "method": [StrOptions({"disjoint", "random-stopping"})],
+        "method": [StrOptions({"auto", "disjoint", "random-stopping", "repeat"})],
+        "delta": [Interval(Real, 0, 1, closed="left"), None],
         "stop_probability": [Interval(Real, 0, 1, closed="right"), None],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
     }
 
     def __init__(self, estimator, param_grid, *, epsilon=1.0, refit=False, accountant=None,
                  n_jobs=None, random_state=None, allow_learned_steps=False,
-                 method="random-stopping", stop_probability=None, validation_fraction=0.1):
+                 method="auto", stop_probability=None, validation_fraction=0.1,
+                 delta=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -521,6 +551,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         self.method = method
         self.stop_probability = stop_probability
         self.validation_fraction = validation_fraction
+        self.delta = delta
 
     # -- candidates -----------------------------------------------------------------
     def _candidate_params(self):
@@ -612,7 +643,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             raise ValueError("epsilon must be > 0, got 0.")
         candidates = self._candidate_params()
         delta = max(self._inner_cost(self._make_candidate(p, None))[1] for p in candidates)
-        if self.method == "random-stopping" and delta > 0:
+        if self._method() == "repeat" and len(candidates) > 1:
+            return self._repeat_cost(epsilon, delta)
+        if self._method() == "random-stopping" and delta > 0:
             raise ValueError(
                 "method='random-stopping' needs pure epsilon-DP inner estimators (delta=0): "
                 "its guarantee (Liu and Talwar 2019, Theorem 3.4 without a cap) holds for "
@@ -622,6 +655,50 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         if self.refit and len(candidates) > 1:
             return 2.0 * epsilon, min(2.0 * delta, 1.0)
         return epsilon, delta
+
+    def _method(self):
+        """The method ``"auto"`` stands for: a public rule of the parameters.
+
+        Per run, repeat-and-select trains on ``(1 - v) n`` rows at ``eps0 >=
+        epsilon / 3`` (``epsilon / 2`` for pure runs, more with Renyi
+        accounting at ``delta > 0``), random stopping on the same rows at
+        ``epsilon / 3``, and Algorithm 4 on ``n / (m + 1)`` rows at
+        ``epsilon``; for ``m >= 2`` candidates and ``v = 0.1`` repeat-and-select
+        has the largest product of rows and epsilon, and won on every data set
+        and budget of ``python -m benchmarks repeat`` against the other two.
+        It has no refit; with ``refit=True``, ``"auto"`` keeps the earlier
+        default, random stopping (Algorithm 4 when a candidate has ``delta >
+        0``).
+        """
+        if self.method != "auto":
+            return self.method
+        if not self.refit:
+            return "repeat"
+        pure = all(
+            _private_final_step(clone(self.estimator).set_params(**p))[1]
+            .get_params(deep=False).get("delta", 0.0) == 0
+            for p in self._candidate_params())
+        return "random-stopping" if pure else "disjoint"
+
+    def _repeat_cost(self, epsilon, inner_delta):
+        """``method="repeat"``: the search's total ``(epsilon, delta)``, checked for free."""
+        if self.refit:
+            raise ValueError(
+                "method='repeat' releases the best run's model and does not refit; "
+                "use refit=False (the runs train on all but the validation rows).")
+        delta = inner_delta if self.delta is None else float(self.delta)
+        if delta == 0 and inner_delta > 0:
+            raise ValueError(
+                "method='repeat' with delta=0 needs pure candidates (delta=0); some "
+                "candidate has delta > 0. Give the search a total delta > 0.")
+        return epsilon, delta
+
+    def _spend(self, accountant, event):
+        # The repeat plan depends on n (public), known only after validation: its
+        # event replaces the (epsilon, delta) placeholder checked before.
+        planned = self.__dict__.pop("_planned_event", None)
+        super()._spend(accountant, event if planned is None else planned)
+        self._spent_event = event if planned is None else planned
 
     # -- fit ------------------------------------------------------------------------
     def fit(self, X, y, **fit_params):
@@ -673,7 +750,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                 UserWarning,
                 stacklevel=2,
             )
-        return self._fit_with_budget(self._validate_input, self._release, X, y)
+        self._fit_with_budget(self._validate_input, self._release, X, y)
+        self.privacy_event_ = self.__dict__.pop("_spent_event")
+        return self
 
     def _validate_input(self, X, y):
         """Domain checks, free: shapes, then each candidate's own checks; the classes.
@@ -691,19 +770,55 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         _, final = _private_final_step(self.estimator)
         classes = resolve_classes(y, final.get_params(deep=False)["classes"])
         n, m = y.shape[0], len(candidates)
-        if m > 1 and self.method == "random-stopping" and n < 2:  # n only
+        if m > 1 and self._method() == "random-stopping" and n < 2:  # n only
             raise ValueError(
                 "DPGridSearch with method='random-stopping' splits the data into a "
                 f"training and a validation part and needs at least 2 rows; got {n}."
             )
-        if m > 1 and self.method == "disjoint" and n < m + 1:  # depends on n and m only
+        if m > 1 and self._method() == "disjoint" and n < m + 1:  # depends on n and m only
             raise ValueError(
                 f"DPGridSearch with {m} candidates splits the data into {m + 1} parts "
                 f"and needs at least {m + 1} rows; got {n}. Use fewer candidates."
             )
         for params in candidates:
             values_withheld(_validate_through, self._make_candidate(params, None, classes), X, y)
+        if m > 1 and self._method() == "repeat":
+            # Kept until the release (planning solves for the per-run epsilon).
+            self._pending_plan = self._plan(n, classes, candidates)
+            self._planned_event = self._pending_plan.event
         return X, y, classes
+
+    def _plan(self, n, classes, candidates):
+        """The public plan of ``method="repeat"`` (sizes, budget and grid only)."""
+        if n < 2:
+            raise ValueError(
+                "DPGridSearch with method='repeat' splits the data into a training and "
+                f"a validation part and needs at least 2 rows; got {n}.")
+        epsilon, delta = self._privacy_cost()
+        n_val = min(max(int(round(self.validation_fraction * n)), 1), n - 1)
+        finals = [_private_final_step(self._make_candidate(p, None, classes))[1]
+                  for p in candidates]
+        return plan_repeat(finals, n - n_val, len(classes), epsilon, delta)
+
+    def _release_repeat(self, X, y, classes, candidates):
+        """Papernot and Steinke's repeat-and-select (``_repeat.py``)."""
+        seed = self.random_state
+        plan = self.__dict__.pop("_pending_plan", None) or self._plan(
+            y.shape[0], classes, candidates)
+        train, val = _score_split(y.shape[0], self.validation_fraction, public_rng(seed))
+        X_val, y_val = _safe_indexing(X, val), y[val]
+
+        def make(i, j):
+            return self._make_candidate(candidates[i], _derived_seed(seed, 4, j), classes,
+                                        epsilon=plan.run_epsilon)
+
+        best, index, score = repeat_and_select(
+            plan, make, (_safe_indexing(X, train), y[train]), (X_val, y_val),
+            noise_source(seed))
+        self._check_spent(best, plan.run_epsilon, 1.0)
+        fitted = self._fitted(best, candidates, index)
+        fitted["best_score_"] = score / len(val)
+        return fitted
 
     def _release(self, data, *, epsilon, delta):
         """Run the search with everything printed or logged discarded (see ``_quietly``)."""
@@ -724,8 +839,10 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             best.fit(X, y)
             self._check_spent(best, epsilon, delta)
             return self._fitted(best, candidates, 0)
-        if self.method == "random-stopping":
+        if self._method() == "random-stopping":
             return self._release_random_stopping(X, y, classes, candidates, epsilon, delta)
+        if self._method() == "repeat":
+            return self._release_repeat(X, y, classes, candidates)
 
         # The split is public randomness: its own generator, never the noise source.
         parts = _split_parts(y.shape[0], m + 1, public_rng(seed))

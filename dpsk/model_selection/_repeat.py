@@ -1,0 +1,327 @@
+"""Private tuning for every mechanism: repeat a random number of times, keep the best.
+
+The tuner of ``DPGridSearch(method="repeat")`` as plain functions (Papernot and
+Steinke 2022, "Hyperparameter tuning with Renyi differential privacy", ICLR,
+Theorem 2):
+
+* :func:`run_components` -- the Renyi curve of one run of a candidate, from its
+  public parameters (pure, Gaussian, or Gaussian objective perturbation);
+* :func:`plan_repeat` -- from the total ``(epsilon, delta)``, the number of
+  candidates and the public sizes, the law of the number of runs ``K`` and the
+  per-run epsilon, found so that the whole search meets the total; the plan
+  carries the one :class:`~dpsk.accounting._events.RepeatAndSelectEvent` the
+  search spends;
+* :func:`repeat_and_select` -- the runs: ``K`` drawn exactly, each run a
+  uniformly chosen candidate fitted on the training part and scored privately
+  on the validation part; only the best run comes back.
+
+``K`` and the runs' candidates are secrets of the mechanism: they are never
+stored, returned, logged or shown; the progress display counts seconds, not
+runs (``docs/grid_search.rst``, "Repeat and select").
+"""
+
+import math
+import threading
+from dataclasses import dataclass
+from fractions import Fraction
+from numbers import Real
+
+import numpy as np
+
+from .._optimize._solution_cache import reusing_solutions
+from .._silence import console_stderr, silenced
+from ..accounting._events import (
+    ApproxDPEvent,
+    ExponentialEvent,
+    GaussianEvent,
+    PureDPEvent,
+    RepeatAndSelectEvent,
+)
+from ..accounting._renyi import ORDERS, component_rdp, tnb_mean
+from ..linear_model._base import BaseDPLinearClassifier
+from ..mechanisms._erm import SOLVER_EPSILON_SHARE
+from ..mechanisms._noise import gaussian_objective_calibration
+from ._repeat_draws import discrete_laplace, truncated_negative_binomial
+
+__all__ = ["RepeatPlan", "run_components", "plan_repeat", "repeat_and_select",
+           "RUNS_PER_CANDIDATE", "SHAPES"]
+
+#: The expected number of runs is ``RUNS_PER_CANDIDATE * m`` for ``m`` candidates.
+RUNS_PER_CANDIDATE = 1.5
+
+#: The shapes ``eta`` of the law of ``K`` the planner tries (logarithmic, between,
+#: geometric); it keeps the one that allows the largest per-run epsilon.
+SHAPES = (Fraction(0), Fraction(1, 2), Fraction(1))
+
+#: Seconds before the progress display appears (when tqdm is installed).
+PROGRESS_DELAY = 5.0
+
+
+class UnsupportedCandidateError(ValueError):
+    """A candidate whose one fit has no Renyi curve the tuner can use."""
+
+
+def _objective_components(final, n_train, n_classes, epsilon, delta):
+    """Gaussian objective perturbation (``dpsk.mechanisms._erm._noise_plan``), per run.
+
+    Each of the ``P`` released problems (``P = K`` one-vs-rest models, else 1)
+    runs the Gaussian objective mechanism at ``((1 - s) epsilon / P, delta /
+    P)`` plus a pure release at ``s epsilon / P`` that covers the solver's
+    residual (``s = SOLVER_EPSILON_SHARE``); their curves add.
+    """
+    loss = final._make_loss(n_classes)
+    if loss.n_outputs > 1:
+        # The curve of gaussian_objective_rdp bounds the loss through two
+        # normals <b, x>/sigma; for a softmax release the gradient difference
+        # mixes K such terms with weights that depend on the release, so that
+        # bound does not apply (docs/privacy.rst, "Objective perturbation: the
+        # two proofs in full").
+        raise UnsupportedCandidateError(
+            "method='repeat' has no Renyi curve for multinomial Gaussian objective "
+            "perturbation; use multi_class='ovr', perturbation='output' or "
+            "'gradient', or delta=0.")
+    problems = n_classes if n_classes > 2 else 1
+    eps_each, delta_each = epsilon / problems, delta / problems
+    eps_solver = SOLVER_EPSILON_SHARE * eps_each
+    alpha = final.alpha
+    if isinstance(alpha, bool) or not isinstance(alpha, Real):
+        raise UnsupportedCandidateError(
+            "method='repeat' needs a numeric alpha for Gaussian objective perturbation.")
+    cal = gaussian_objective_calibration(
+        eps_each - eps_solver, delta_each, n_train, float(alpha), loss.curvature,
+        lipschitz=loss.lipschitz, hessian_rank=loss.hessian_rank)
+    return [("gaussian-objective", cal.sigma / loss.lipschitz, cal.epsilon_jacobian, problems),
+            ("pure", eps_solver, problems)]
+
+
+def run_components(final, n_train, n_classes, epsilon):
+    """The Renyi components of one fit of ``final`` at ``epsilon`` on ``n_train`` rows.
+
+    ``final`` is the private step of a candidate (its own ``delta``, its other
+    parameters); only public quantities are read. Pure candidates (``delta =
+    0``, whatever the mechanism) have the curve of an ``epsilon``-DP release;
+    candidates recorded as a Gaussian mechanism have the Gaussian curve;
+    Gaussian objective perturbation has the curve derived in
+    :func:`dpsk.accounting._renyi.gaussian_objective_rdp`. Anything else
+    (a generic ``(epsilon, delta)`` release) raises
+    :class:`UnsupportedCandidateError`: it has no Renyi curve.
+    """
+    final = final.set_params(epsilon=epsilon)
+    event = final._privacy_event()
+    if isinstance(event, (PureDPEvent, ExponentialEvent)) or (
+            isinstance(event, ApproxDPEvent) and event.delta == 0):
+        return [("pure", event.epsilon, 1)]
+    if isinstance(event, GaussianEvent):
+        return [("gaussian", event.noise_multiplier, 1)]
+    if (isinstance(final, BaseDPLinearClassifier) and final.perturbation == "objective"
+            and isinstance(event, ApproxDPEvent)):
+        return _objective_components(final, n_train, n_classes, event.epsilon, event.delta)
+    raise UnsupportedCandidateError(
+        f"method='repeat' cannot tune {type(final).__name__} with these parameters: its "
+        "release is only known as an (epsilon, delta) pair, which has no Renyi curve. "
+        "Use delta=0, Gaussian output or objective perturbation, or noisy gradient descent."
+    )
+
+
+def score_epsilon(components):
+    """The discrete Laplace epsilon of a run's score, below the fit's curve everywhere.
+
+    A changed row is either a training row (the score is a function of the
+    model and unchanged validation rows) or a validation row (the model's law
+    is the same, the count moves by at most one): one run's curve is the
+    larger of the fit's and the score's. The score costs nothing extra when
+    its curve is below the fit's at every order: for a pure fit at
+    ``epsilon``, discrete Laplace at that ``epsilon``; otherwise the largest
+    ``e`` with ``alpha e^2 / 2 <= rho(alpha)`` at every order (an
+    ``e``-DP release is ``(alpha, alpha e^2 / 2)``-RDP, Bun and Steinke 2016).
+    """
+    if len(components) == 1 and components[0][0] == "pure":
+        return Fraction(components[0][1] * components[0][2])
+    curve = sum(component_rdp(c, ORDERS) for c in components)
+    # Rounded down to a dyadic fraction so the exact sampler gets an exact value.
+    value = math.sqrt(float(np.min(2.0 * curve / ORDERS))) * (1.0 - 1e-12)
+    return Fraction(value)
+
+
+@dataclass(frozen=True)
+class RepeatPlan:
+    """A planned search: everything in it is public (a function of the parameters).
+
+    Attributes
+    ----------
+    run_epsilon : float
+        The ``epsilon`` every run's fit gets (its ``delta`` is the candidate's own).
+    eta, gamma : Fraction
+        The law ``D_(eta, gamma)`` of the number of runs.
+    score_epsilons : tuple of Fraction
+        Per candidate, the epsilon of its score's discrete Laplace noise.
+    event : RepeatAndSelectEvent
+        What the search spends.
+    """
+
+    run_epsilon: float
+    eta: Fraction
+    gamma: Fraction
+    score_epsilons: tuple
+    event: RepeatAndSelectEvent
+
+
+def _gamma_for_mean(eta, mean):
+    """The ``gamma`` with ``E[K] <= mean`` for shape ``eta`` (bisection; mean > 1)."""
+    lo, hi = 1e-12, 1.0 - 1e-12
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if tnb_mean(eta, mid) > mean:
+            lo = mid
+        else:
+            hi = mid
+    return Fraction(hi)
+
+
+def _total_epsilon(candidates, eta, gamma, delta):
+    """The event's own epsilon at ``delta`` (:class:`RepeatAndSelectEvent`)."""
+    return RepeatAndSelectEvent._epsilon_of(candidates, float(eta), float(gamma), delta)
+
+
+def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None):
+    """Plan a search whose whole release is ``(epsilon, delta)``-DP.
+
+    For each shape in :data:`SHAPES`, ``gamma`` is set so that ``E[K]`` is
+    ``mean_runs`` (default ``RUNS_PER_CANDIDATE * m``) and the per-run epsilon
+    is the largest (by bisection, to a relative 1e-4) at which the search's
+    curve converts to at most ``epsilon`` at ``delta``; the shape with the
+    largest per-run epsilon is kept. With ``delta = 0`` every candidate must be
+    pure and the per-run epsilon is ``epsilon / (2 + eta)``.
+
+    Parameters
+    ----------
+    finals : list of estimator
+        The private step of each candidate (copies: their epsilon is changed).
+    n_train, n_classes : int
+        Public sizes: training rows of every run and declared classes.
+    epsilon, delta : float
+        The total budget of the search.
+    mean_runs : float or None
+        ``E[K]``, > 1.
+
+    Returns
+    -------
+    RepeatPlan
+    """
+    m = len(finals)
+    mean = float(mean_runs) if mean_runs is not None else RUNS_PER_CANDIDATE * m
+    if not mean > 1.0:
+        raise ValueError(f"mean_runs must be > 1, got {mean_runs!r}.")
+
+    def candidates_at(eps0):
+        return tuple(tuple(run_components(f, n_train, n_classes, eps0)) for f in finals)
+
+    best = None
+    for eta in SHAPES:
+        gamma = _gamma_for_mean(eta, mean)
+        if delta == 0:
+            eps0 = epsilon / (2.0 + float(eta))
+            if not math.isfinite(_total_epsilon(candidates_at(eps0), eta, gamma, 0.0)):
+                raise UnsupportedCandidateError(
+                    "With delta=0 method='repeat' needs pure candidates (delta=0); give the "
+                    "search a total delta > 0 to tune Gaussian mechanisms.")
+        else:
+            lo, hi = 0.0, epsilon
+            if _total_epsilon(candidates_at(hi), eta, gamma, delta) <= epsilon:
+                lo = hi
+            while hi - lo > 1e-4 * hi:
+                mid = 0.5 * (lo + hi)
+                if _total_epsilon(candidates_at(mid), eta, gamma, delta) <= epsilon:
+                    lo = mid
+                else:
+                    hi = mid
+            eps0 = lo
+        if eps0 > 0 and (best is None or eps0 > best[0]):
+            best = (eps0, eta, gamma)
+    if best is None:
+        raise ValueError("No per-run epsilon meets this budget.")
+    eps0, eta, gamma = best
+    candidates = candidates_at(eps0)
+    event = RepeatAndSelectEvent(candidates=candidates, eta=float(eta), gamma=float(gamma),
+                                 delta=delta, claimed_epsilon=epsilon)
+    return RepeatPlan(run_epsilon=eps0, eta=eta, gamma=gamma,
+                      score_epsilons=tuple(score_epsilon(c) for c in candidates), event=event)
+
+
+class _TimeProgress:
+    """A progress display that counts seconds only, never runs (the number of runs is
+    secret). Shown after :data:`PROGRESS_DELAY` seconds when tqdm is installed."""
+
+    def __init__(self, desc):
+        self._stop = threading.Event()
+        self._thread = None
+        self._desc = desc
+
+    def __enter__(self):
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # optional
+            return self
+        # The search runs muted (dpsk._silence.muted); elapsed seconds reveal
+        # nothing beyond the running time, so they go to the real console.
+        stream = console_stderr()
+        bar = tqdm(total=None, desc=self._desc, unit="s", delay=PROGRESS_DELAY,
+                   leave=False, file=stream, bar_format="{desc}: {elapsed}")
+
+        def tick():
+            while not self._stop.wait(1.0):
+                bar.refresh()
+            bar.close()
+            stream.close()
+
+        self._thread = threading.Thread(target=tick, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        return False
+
+
+def repeat_and_select(plan, make_candidate, train, validation, noise):
+    """Run a planned search; return ``(best_estimator, best_index, best_noisy_count)``.
+
+    Draws ``K ~ D_(eta, gamma)`` exactly; run ``j`` draws a candidate ``i``
+    uniformly, fits ``make_candidate(i, j)`` (at ``plan.run_epsilon``, on its
+    own noise) on ``train`` and releases its number of correct predictions on
+    ``validation`` plus discrete Laplace noise at ``plan.score_epsilons[i]``.
+    The earliest run with the highest noisy count wins. ``K`` and the runs'
+    candidates are local and dropped before returning.
+
+    Parameters
+    ----------
+    plan : RepeatPlan
+    make_candidate : callable
+        ``make_candidate(i, j)`` returns a fresh, unfitted estimator for
+        candidate ``i`` (run ``j`` may seed a reproducible test run).
+    train, validation : (X, y) pairs
+        A public split.
+    noise : NoiseSource
+    """
+    X_train, y_train = train
+    X_val, y_val = validation
+    m = len(plan.score_epsilons)
+    n_runs = truncated_negative_binomial(plan.eta, plan.gamma, noise)
+    best = best_score = best_index = None
+    # Output perturbation's minimiser is the same for every run of a candidate:
+    # solved once per candidate (the release is bit for bit the same).
+    with _TimeProgress("DPGridSearch"), reusing_solutions({}):
+        for j in range(n_runs):
+            i = noise.randbelow(m)
+            estimator = make_candidate(i, j)
+            with silenced():
+                estimator.fit(X_train, y_train)
+                correct = int(np.sum(estimator.predict(X_val) == y_val))
+            score = correct + discrete_laplace(plan.score_epsilons[i], noise)
+            if best is None or score > best_score:
+                best, best_score, best_index = estimator, score, i
+            del estimator, correct
+    del n_runs, i, j
+    return best, best_index, best_score
