@@ -26,6 +26,8 @@ multiclass   digits and a 7-class synthetic set: one-vs-rest vs multinomial
              (epsilon, delta), every perturbation, best alpha per epsilon (oracle)
 beyond-erm   Adult, robust accuracy of DPRobustLogisticRegression vs DPLogisticRegression at
              radii 0.05/0.1/0.2 (and tilted ERM's worst-group error, when available)
+alpha-rule   alpha="auto" vs the oracle alpha: calibration on generated families, check on
+             Adult and scikit-learn's breast cancer and digits (held out)
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -54,11 +56,13 @@ COMMANDS = {
     "tuning": ("bench_tuning", "main"),
     "multiclass": ("bench_multiclass", "main"),
     "beyond-erm": ("bench_beyond_erm", "main"),
+    "alpha-rule": ("bench_alpha_rule", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
-             "gaussian", "utility", "prediction", "tuning", "multiclass", "beyond-erm")
+             "gaussian", "utility", "prediction", "tuning", "multiclass", "beyond-erm",
+             "alpha-rule")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "multiclass",
-            "beyond-erm"}
+            "beyond-erm", "alpha-rule"}
 
 
 class MissingBenchmark(RuntimeError):
