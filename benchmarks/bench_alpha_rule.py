@@ -141,18 +141,9 @@ def _fit_errors(X, y, X_test, y_test, perturbation, delta, epsilon, alphas, seed
     return errors, rule_alpha
 
 
-def _cell(kind, name, perturbation, delta, epsilon, draws, folds, seed):
-    alphas = [10.0**e for e in LOG10_ALPHAS] + ["auto"]
-    if kind == "generated":
-        family = next(f for f in FAMILIES + (LARGE_FAMILY,) if f[0] == name)
-        rng = np.random.default_rng(C.seed_for(seed, family[1], family[2]))
-        X, y = generate(family, family[1], rng)
-        X_test, y_test = generate(family, TEST_ROWS, rng)
-        splits = [(X, y, X_test, y_test)]
-    else:
-        X_all, y_all = held_out(name)
-        splits = [(X_all[tr], y_all[tr], X_all[te], y_all[te])
-                  for tr, te in C.cv_folds(y_all, n_splits=5, seed=seed)[:folds]]
+def _cell(kind, name, perturbation, delta, epsilon, draws, folds, seed, rule_only=False):
+    alphas = ([] if rule_only else [10.0**e for e in LOG10_ALPHAS]) + ["auto"]
+    splits = _splits(kind, name, folds, seed)
     per_split, rule_alpha = [], None
     for k, (X, y, X_test, y_test) in enumerate(splits):
         seeds = [C.seed_for(seed, k, r, int(epsilon * 1000), int(delta > 0),
@@ -274,6 +265,101 @@ def plot(summary, name="alpha_rule"):
     return C.save_figure(fig, name)
 
 
+def _splits(kind, name, folds, seed):
+    """The train/test splits of one data set, exactly as :func:`_cell` makes them."""
+    if kind == "generated":
+        family = next(f for f in FAMILIES + (LARGE_FAMILY,) if f[0] == name)
+        rng = np.random.default_rng(C.seed_for(seed, family[1], family[2]))
+        X, y = generate(family, family[1], rng)
+        X_test, y_test = generate(family, TEST_ROWS, rng)
+        return [(X, y, X_test, y_test)]
+    X_all, y_all = held_out(name)
+    return [(X_all[tr], y_all[tr], X_all[te], y_all[te])
+            for tr, te in C.cv_folds(y_all, n_splits=5, seed=seed)[:folds]]
+
+
+def diffprivlib_defaults(kind, name, folds, draws, seed, python):
+    """Mean test error of diffprivlib's default LogisticRegression per epsilon (own venv)."""
+    import json
+    import subprocess
+    import tempfile
+
+    splits = _splits(kind, name, folds, seed)
+    X = np.vstack([np.vstack([s[0], s[2]]) for s in splits])
+    y = np.concatenate([np.concatenate([s[1], s[3]]) for s in splits])
+    # One block per split: its test rows carry the split's number, and the worker trains
+    # fold k on the rows of block k that are not its test rows (other blocks excluded).
+    block = np.concatenate([np.full(len(s[1]) + len(s[3]), k) for k, s in enumerate(splits)])
+    fold_ids = np.concatenate([np.concatenate([np.full(len(s[1]), -1), np.full(len(s[3]), k)])
+                               for k, s in enumerate(splits)])
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(len(splits)):
+            rows = block == k
+            np.savez(f"{tmp}/data.npz", X=X[rows], y=y[rows], fold_ids=fold_ids[rows])
+            with open(f"{tmp}/config.json", "w") as fh:
+                json.dump({"epsilons": list(EPSILONS), "folds": [k], "runs": draws,
+                           "seed": seed}, fh)
+            subprocess.run([str(python), str(C.BENCH_DIR / "_diffprivlib_default_worker.py"),
+                            f"{tmp}/data.npz", f"{tmp}/config.json", f"{tmp}/out.json"],
+                           check=True)
+            with open(f"{tmp}/out.json") as fh:
+                for eps, error in json.load(fh)["errors"].items():
+                    out.setdefault(float(eps), []).append(error)
+    return {eps: float(np.mean(v)) for eps, v in out.items()}
+
+
+def _diffprivlib_table(args, families, held, draws):
+    """dpsk's default (objective, pure, alpha="auto") against diffprivlib's default."""
+    import csv
+
+    from .bench_diffprivlib import ensure_venv
+
+    python, versions = ensure_venv()
+    stored = {}
+    for suffix in ("_generated", "_held_out", ""):
+        path = C.results_dir() / f"alpha_rule_summary{suffix}.csv"
+        if path.exists():
+            with open(path) as fh:
+                for r in csv.DictReader(line for line in fh if not line.startswith("#")):
+                    if r["perturbation"] == "objective" and float(r["delta"]) == 0:
+                        stored[(r["dataset"], float(r["epsilon"]))] = float(r["rule_error"])
+    datasets = ([("generated", f[0], 1) for f in families if "generated" in args.groups]
+                + [("held-out", h, args.folds) for h in held if "held-out" in args.groups])
+    rows = []
+    for kind, name, folds in datasets:
+        errors = diffprivlib_defaults(kind, name, folds, draws, args.seed, python)
+        for eps, error in sorted(errors.items()):
+            dpsk_error = stored.get((name, eps), float("nan"))
+            rows.append({"group": kind, "dataset": name, "epsilon": eps,
+                         "dpsk_auto_error": dpsk_error, "diffprivlib_default_error": error,
+                         "difference": round(dpsk_error - error, 5)})
+    head = [f"command: {C.command_line()}", f"machine: {C.machine_line()}",
+            f"diffprivlib {versions[0]} (scikit-learn {versions[1]}): LogisticRegression("
+            f"epsilon, data_norm=1) otherwise default (C=1, fit_intercept=True); {draws} draws; "
+            "same splits as alpha_rule; dpsk: DPLogisticRegression(epsilon) default, from "
+            "alpha_rule_summary*.csv (objective, pure, alpha='auto')"]
+    C.write_csv("alpha_rule_diffprivlib", rows, comment_lines=head)
+    print(C.format_table(rows, list(rows[0])))
+    return 0
+
+
+def _stored_grid_rows(name):
+    """The grid (non-rule) rows of a stored ``<name>.csv``, typed as :func:`_cell` makes them."""
+    import csv
+
+    with open(C.results_dir() / f"{name}.csv") as fh:
+        reader = csv.DictReader(line for line in fh if not line.startswith("#"))
+        rows = [r for r in reader if r["rule"] == "False"]
+    for r in rows:
+        for key in ("n_train", "d"):
+            r[key] = int(r[key])
+        for key in ("delta", "epsilon", "alpha", "error", "se"):
+            r[key] = float(r[key])
+        r["rule"] = False
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks alpha-rule", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -287,6 +373,12 @@ def main(argv=None):
     parser.add_argument("--groups", nargs="+", default=["generated", "held-out"],
                         choices=["generated", "held-out"],
                         help="calibrate on 'generated' first, then check on 'held-out'")
+    parser.add_argument("--rule-only", action="store_true",
+                        help="fit alpha='auto' only and reuse the grid rows of the CSV of the "
+                             "same groups (after a change of the rule's constants)")
+    parser.add_argument("--diffprivlib", action="store_true",
+                        help="only compare diffprivlib's default LogisticRegression (own venv) "
+                             "with the stored dpsk default errors")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
     C.set_quick(args.quick)
@@ -294,6 +386,8 @@ def main(argv=None):
     families = QUICK_FAMILIES if args.quick else FAMILIES
     held = ("breast_cancer",) if args.quick else HELD_OUT
     draws = 1 if args.quick else args.draws
+    if args.diffprivlib:
+        return _diffprivlib_table(args, families, held, draws)
     tasks = []
     if "generated" in args.groups:
         tasks += [("generated", f[0], p, dl, e, draws, 1, args.seed)
@@ -304,10 +398,14 @@ def main(argv=None):
     if "held-out" in args.groups:
         tasks += [("held-out", h, p, dl, e, draws, args.folds, args.seed)
                   for h in held for p, dl in MECHANISMS for e in EPSILONS]
+    tasks = [t + (args.rule_only,) for t in tasks]
+    suffix = "" if len(args.groups) == 2 else "_" + args.groups[0].replace("-", "_")
     t0 = time.time()
     C.header("alpha-rule: alpha='auto' vs the oracle alpha")
     rows = [r for cell in C.run_tasks(_cell, tasks, n_jobs=args.n_jobs, desc="cells")
             for r in cell]
+    if args.rule_only:
+        rows = _stored_grid_rows("alpha_rule" + suffix) + rows
     summary = summarise(rows)
     calibration = calibrate(rows) if "generated" in args.groups else []
     protocol = (f"protocol: DPLogisticRegression, fit_intercept=True, data_norm=1, grid "
@@ -315,7 +413,6 @@ def main(argv=None):
                 f"train set + {TEST_ROWS} test rows; held out: stratified 5-fold CV, first "
                 f"{args.folds} folds; seed {args.seed}; {time.time() - t0:.0f}s")
     head = [f"command: {C.command_line()}", f"machine: {C.machine_line()}", protocol]
-    suffix = "" if len(args.groups) == 2 else "_" + args.groups[0].replace("-", "_")
     C.write_csv("alpha_rule" + suffix, rows, comment_lines=head)
     C.write_csv("alpha_rule_summary" + suffix, summary, comment_lines=head)
     if calibration:
