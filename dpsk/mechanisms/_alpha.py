@@ -31,7 +31,7 @@ __all__ = ["auto_alpha", "excess_risk_bound", "resolve_alpha", "PRIOR_NORM", "AL
 #: -m benchmarks alpha-rule``), never on Adult or scikit-learn's bundled sets,
 #: which are held out. Noisy gradient descent, whose noise term has output
 #: perturbation's form, shares its constant.
-PRIOR_NORM = {"objective": 2.0, "output": 2.0, "gradient": 2.0}
+PRIOR_NORM = {"objective": 2.0, "output": 0.5, "gradient": 0.5}
 
 #: The interval searched, in ``alpha``; the bound is minimised over its logarithm.
 ALPHA_RANGE = (1e-9, 1e2)
