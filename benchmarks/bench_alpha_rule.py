@@ -379,6 +379,8 @@ def main(argv=None):
     parser.add_argument("--diffprivlib", action="store_true",
                         help="only compare diffprivlib's default LogisticRegression (own venv) "
                              "with the stored dpsk default errors")
+    parser.add_argument("--plot-stored", action="store_true",
+                        help="only redraw alpha_rule.png from the stored summary CSVs")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
     C.set_quick(args.quick)
@@ -388,6 +390,9 @@ def main(argv=None):
     draws = 1 if args.quick else args.draws
     if args.diffprivlib:
         return _diffprivlib_table(args, families, held, draws)
+    if args.plot_stored:
+        _publish_plot(_stored_summaries())
+        return 0
     tasks = []
     if "generated" in args.groups:
         tasks += [("generated", f[0], p, dl, e, draws, 1, args.seed)
@@ -431,9 +436,28 @@ def main(argv=None):
                 print(f"{group:9s} {p:9s} delta={dl:g}: within tolerance in "
                       f"{sum(s['within'] for s in cells)} of {len(cells)} cells")
     if not args.no_plot:
-        path = plot(summary)
-        if path is not None and not args.quick:
-            target = C.REPO_ROOT / "docs" / "_static" / "alpha_rule.png"
-            target.parent.mkdir(exist_ok=True)
-            shutil.copyfile(path, target)
+        _publish_plot(summary if len(args.groups) == 2 else _stored_summaries())
     return 0
+
+
+def _publish_plot(summary):
+    path = plot(summary)
+    if path is not None and not C._quick_run:
+        target = C.REPO_ROOT / "docs" / "_static" / "alpha_rule.png"
+        target.parent.mkdir(exist_ok=True)
+        shutil.copyfile(path, target)
+
+
+def _stored_summaries():
+    """The rule-vs-oracle rows of both groups, from the stored summary CSVs."""
+    import csv
+
+    rows = []
+    for suffix in ("_generated", "_held_out"):
+        with open(C.results_dir() / f"alpha_rule_summary{suffix}.csv") as fh:
+            for r in csv.DictReader(line for line in fh if not line.startswith("#")):
+                r["delta"] = float(r["delta"])
+                for key in ("oracle_error", "regret"):
+                    r[key] = float(r[key])
+                rows.append(r)
+    return rows
