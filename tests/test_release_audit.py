@@ -189,6 +189,10 @@ AUDITED = [
 RELEASE = {"coef_", "intercept_"}
 #: Public randomness drawn fresh at every fit (shape and dtype only).
 FRESH_PUBLIC = {"random_weights_"}
+#: Fitted values of parameters (``alpha_`` for ``alpha``, resolved by the alpha rule from
+#: public quantities and the parameter): compared exactly, except in the model
+#: DPGridSearch selected, where they are part of its selection.
+RESOLVED_PARAMS = {"alpha_"}
 #: DPGridSearch's private selection (type only; the selected model is a release).
 SELECTION = {"best_index_", "best_params_", "best_estimator_", "best_score_"}
 
@@ -278,7 +282,9 @@ def describe(obj, selected=False):
                 out[key] = describe(value, selected=True)
             elif key in SELECTION:
                 out[key] = ("selection", type(value).__name__)
-            elif key in params and selected:
+            elif (key in params or key in RESOLVED_PARAMS) and selected:
+                # The selected model's hyperparameters, and their resolved values, are
+                # part of DPGridSearch's private selection.
                 out[key] = ("selected-param", type(value).__name__)
             else:
                 out[key] = _describe_value(value)
