@@ -369,9 +369,11 @@ def main(argv=None):
     parser.add_argument("--draws", type=int, default=3, help="noise draws per alpha")
     parser.add_argument("--folds", type=int, default=3, help="folds of 5 for held-out sets")
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--large", action="store_true", help="add one family at n = 1e6")
+    parser.add_argument("--large", action="store_true",
+                        help="add one family at n = 1e6 (objective, eps 0.1 and 1; alone: "
+                             "--groups large)")
     parser.add_argument("--groups", nargs="+", default=["generated", "held-out"],
-                        choices=["generated", "held-out"],
+                        choices=["generated", "held-out", "large"],
                         help="calibrate on 'generated' first, then check on 'held-out'")
     parser.add_argument("--rule-only", action="store_true",
                         help="fit alpha='auto' only and reuse the grid rows of the CSV of the "
@@ -397,7 +399,7 @@ def main(argv=None):
     if "generated" in args.groups:
         tasks += [("generated", f[0], p, dl, e, draws, 1, args.seed)
                   for f in families for p, dl in MECHANISMS for e in EPSILONS]
-    if args.large:
+    if args.large or "large" in args.groups:
         tasks += [("generated", LARGE_FAMILY[0], "objective", dl, e, 1, 1, args.seed)
                   for dl in (0.0, 1e-6) for e in (0.1, 1.0)]
     if "held-out" in args.groups:
@@ -412,7 +414,8 @@ def main(argv=None):
     if args.rule_only:
         rows = _stored_grid_rows("alpha_rule" + suffix) + rows
     summary = summarise(rows)
-    calibration = calibrate(rows) if "generated" in args.groups else []
+    calibration = calibrate(rows) if args.groups == ["generated"] or len(args.groups) >= 2 \
+        else []
     protocol = (f"protocol: DPLogisticRegression, fit_intercept=True, data_norm=1, grid "
                 f"10^-6..10^0 by half decades + alpha='auto'; {draws} draws; generated: one "
                 f"train set + {TEST_ROWS} test rows; held out: stratified 5-fold CV, first "
