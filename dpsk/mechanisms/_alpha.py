@@ -8,7 +8,14 @@ the released model over a comparator ``w0`` with a public prior guess of its
 norm. Every noise scale it reads comes from the mechanism's own calibration
 (``dpsk.mechanisms._erm._noise_plan`` and ``noisy_gd_schedule``), so the rule
 follows any change to them. The derivation and the calibration of the one
-constant, :data:`PRIOR_NORM`, are in ``docs/choosing_alpha.rst``.
+constant per mechanism, :data:`PRIOR_NORM`, are in ``docs/choosing_alpha.rst``.
+
+Sources: the decomposition and the shapes of the noise terms follow the proofs
+of Theorems 3 (output perturbation) and 4 (objective perturbation) of
+Chaudhuri, Monteleoni and Sarwate (2011); balancing a noise term against the
+regulariser's bias by the choice of the L2 strength is the prescription of
+Lowy and Razaviyayn (2021) for output perturbation. The objective, Gaussian
+and noisy-gradient-descent terms are dpsk's own (derived in the docs page).
 """
 
 import math
