@@ -80,7 +80,8 @@ def test_pure_objective_rule_has_the_closed_form_shape():
     eps_prime = 0.99 * epsilon - math.log1p(2 * 0.25 / (n * alpha) + (0.25 / (n * alpha))**2)
     closed = 2 * math.sqrt(d * (d + 1)) / (eps_prime * n * PRIOR_NORM["objective"]
                                             * math.sqrt(d))
-    assert alpha == pytest.approx(closed, rel=0.02)
+    # The solver-residual term (ignored by the closed form) moves it up by a few percent.
+    assert closed <= alpha <= 1.05 * closed
 
 
 def test_rule_reads_the_mechanisms_calibration(monkeypatch):

@@ -136,7 +136,9 @@ def excess_risk_bound(alpha, n, d, epsilon, delta=0.0, *, loss, perturbation, n_
 
     * objective perturbation: the release minimises ``J + b.w / n``, so
       ``J(w) - J(w_L) <= ||b||^2 / (2 n^2 Lambda)`` (strong convexity; the
-      shape of Chaudhuri et al. 2011, Theorem 4);
+      shape of Chaudhuri et al. 2011, Theorem 4); plus the term of the
+      solver-residual noise added to the solver's point, as for output
+      perturbation below (its rate from ``solver_residual_beta``);
     * output perturbation and noisy gradient descent: ``w = w_L + e`` and
       ``J`` is ``(c r + Lambda)``-smooth along a random direction on average
       (one row's Hessian has trace <= ``c r``, ``r`` its rank, rows of norm
@@ -173,6 +175,11 @@ def excess_risk_bound(alpha, n, d, epsilon, delta=0.0, *, loss, perturbation, n_
             second_moment = size * plan.sigma**2
     if perturbation == "objective":
         noise = second_moment / (2.0 * n**2 * strength)
+        # The residual noise, added to the solver's point like output perturbation's;
+        # its radius tol / Lambda grows like 1 / alpha^2 as the solver's tolerance
+        # floor rises, a cliff at small alpha that the main term alone misses.
+        residual_moment = size * (size + 1.0) / plan.residual_beta**2
+        noise += 0.5 * (curvature_trace / size + strength) * residual_moment
     else:
         noise = 0.5 * (curvature_trace / size + strength) * second_moment
     return noise + 0.5 * strength * prior_norm**2 * size
