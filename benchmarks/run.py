@@ -37,6 +37,8 @@ learning-curve  Adult, test error against the training-set size at fixed epsilon
              privately tuned, non-private) and the rows needed for accuracy targets
 bounds       raw Adult, bounds learned privately (PrivateBoundsScaler) at total epsilon 1
              against the true 1st/99th percentiles (leaky), min-max and no scaling
+alpha-rule   alpha="auto" vs the oracle alpha: calibration on generated families, check on
+             Adult and scikit-learn's breast cancer and digits (held out)
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -70,12 +72,13 @@ COMMANDS = {
     "cm2008": ("bench_cm2008", "main"),
     "learning-curve": ("bench_learning_curve", "main"),
     "bounds": ("bench_bounds", "main"),
+    "alpha-rule": ("bench_alpha_rule", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "repeat", "multiclass", "beyond-erm",
-             "defaults", "cm2008", "learning-curve", "bounds")
+             "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "repeat",
-            "multiclass", "beyond-erm"}
+            "multiclass", "beyond-erm", "alpha-rule"}
 
 
 class MissingBenchmark(RuntimeError):

@@ -225,23 +225,26 @@ def _pinned_estimators():
     )
 
     two, three = [0, 1], [0, 1, 2]
+    # The pinned bits were made at the former default alphas (1e-3; kernel 1e-2).
+    fixed = {"alpha": 1e-3, "epsilon": 1.0}
     return {
-        "logistic_objective": (DPLogisticRegression(epsilon=1.0, random_state=1, classes=two),
+        "logistic_objective": (DPLogisticRegression(**fixed, random_state=1, classes=two),
                                False),
-        "logistic_output": (DPLogisticRegression(epsilon=1.0, perturbation="output",
+        "logistic_output": (DPLogisticRegression(**fixed, perturbation="output",
                                                  random_state=2, classes=two), False),
-        "logistic_gaussian": (DPLogisticRegression(epsilon=1.0, delta=1e-6, random_state=3,
+        "logistic_gaussian": (DPLogisticRegression(**fixed, delta=1e-6, random_state=3,
                                                    classes=two), False),
-        "logistic_gradient": (DPLogisticRegression(epsilon=1.0, perturbation="gradient",
+        "logistic_gradient": (DPLogisticRegression(**fixed, perturbation="gradient",
                                                    delta=1e-6, random_state=4, classes=two),
                               False),
-        "logistic_multinomial": (DPLogisticRegression(epsilon=1.0, random_state=5,
+        "logistic_multinomial": (DPLogisticRegression(**fixed, random_state=5,
                                                       classes=three), True),
-        "huber_output": (DPHuberSVM(epsilon=0.5, perturbation="output", random_state=6,
-                                    classes=two), False),
-        "kernel": (DPKernelClassifier(epsilon=1.0, random_state=7, classes=two), False),
-        "robust": (DPRobustLogisticRegression(epsilon=1.0, random_state=8, classes=two), False),
-        "tilted": (DPTiltedLogisticRegression(epsilon=1.0, random_state=9, classes=two), False),
+        "huber_output": (DPHuberSVM(alpha=1e-3, epsilon=0.5, perturbation="output",
+                                    random_state=6, classes=two), False),
+        "kernel": (DPKernelClassifier(alpha=1e-2, epsilon=1.0, random_state=7, classes=two),
+                   False),
+        "robust": (DPRobustLogisticRegression(**fixed, random_state=8, classes=two), False),
+        "tilted": (DPTiltedLogisticRegression(**fixed, random_state=9, classes=two), False),
     }
 
 

@@ -426,7 +426,7 @@ def test_estimators_never_reuse_noise(monkeypatch, Estimator, perturbation):
     y = np.repeat([0, 1, 2], 20)
     ovr = {"multi_class": "ovr"} if Estimator is DPLogisticRegression else {}
     for _ in range(2):
-        Estimator(epsilon=1.0, perturbation=perturbation, **ovr).fit(X, y)
+        Estimator(epsilon=1.0, alpha=1e-3, perturbation=perturbation, **ovr).fit(X, y)
     draws = [tuple(np.round(draw, 15)) for _, _, draw in noise.calls]
     per_fit = 3 if perturbation == "output" else 6
     assert len(draws) == 2 * per_fit

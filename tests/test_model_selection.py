@@ -333,7 +333,7 @@ def test_get_set_params_and_clone():
     acc = BudgetAccountant()
     search = make_search(accountant=acc)
     params = search.get_params(deep=True)
-    assert params["estimator__alpha"] == 1e-3
+    assert params["estimator__alpha"] == "auto"  # the estimator's default
     assert params["epsilon"] == 1.0 and params["accountant"] is acc
     search.set_params(estimator__alpha=0.5, epsilon=0.2)
     assert search.estimator.alpha == 0.5 and search.epsilon == 0.2

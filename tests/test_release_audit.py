@@ -182,6 +182,16 @@ AUDITED = [
                  [{"alpha": [0.01, 0.1], "delta": [0.0, 1e-5]},
                   {"alpha": [0.1], "perturbation": ["gradient", "output"], "delta": [1e-5]}],
                  False, method="repeat", delta=1e-5)),
+    # alpha="auto": the rule reads public quantities only, so alpha_ is equal on neighbours.
+    Config("logreg-auto-objective-binary", _simple(DPLogisticRegression, alpha="auto")),
+    Config("logreg-auto-gaussian-output-3class-ovr",
+           _simple(DPLogisticRegression, alpha="auto", perturbation="output", delta=1e-5,
+                   multi_class="ovr"), 3),
+    Config("logreg-auto-gradient-binary",
+           _simple(DPLogisticRegression, alpha="auto", perturbation="gradient", delta=1e-5)),
+    Config("huber-auto-gaussian-objective", _simple(DPHuberSVM, alpha="auto", delta=1e-5)),
+    Config("robust-auto-binary", _simple(DPRobustLogisticRegression, alpha="auto", radius=0.2)),
+    Config("tilted-auto-3class", _simple(DPTiltedLogisticRegression, alpha="auto", tilt=0.5), 3),
     Config("robust-pure-binary", _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2)),
     Config("robust-gaussian-3class",
            _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, delta=1e-5), 3),
@@ -195,6 +205,10 @@ AUDITED = [
 RELEASE = {"coef_", "intercept_", "lower_", "upper_"}
 #: Public randomness drawn fresh at every fit (shape and dtype only).
 FRESH_PUBLIC = {"random_weights_"}
+#: Fitted values of parameters (``alpha_`` for ``alpha``, resolved by the alpha rule from
+#: public quantities and the parameter): compared exactly, except in the model
+#: DPGridSearch selected, where they are part of its selection.
+RESOLVED_PARAMS = {"alpha_"}
 #: DPGridSearch's private selection (type only; the selected model is a release).
 SELECTION = {"best_index_", "best_params_", "best_estimator_", "best_score_"}
 
@@ -284,7 +298,9 @@ def describe(obj, selected=False):
                 out[key] = describe(value, selected=True)
             elif key in SELECTION:
                 out[key] = ("selection", type(value).__name__)
-            elif key in params and selected:
+            elif (key in params or key in RESOLVED_PARAMS) and selected:
+                # The selected model's hyperparameters, and their resolved values, are
+                # part of DPGridSearch's private selection.
                 out[key] = ("selected-param", type(value).__name__)
             elif selected and key in ("privacy_spent_", "privacy_event_"):
                 # A grid over mechanisms (method="repeat"): the chosen candidate's

@@ -369,3 +369,28 @@ def test_progress_counts_seconds_not_runs(monkeypatch):
     init = dict(seen[0][0][2])
     assert init["total"] is None and "{elapsed}" in init["bar_format"]
     assert {c[0] for c in seen[0]} <= {"init", "close"}
+
+
+def test_alpha_auto_gaussian_objective_candidates_are_planned_with_their_own_alpha():
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from dpsk.model_selection._repeat import run_components
+
+    X, y = _data(n=400)
+    final = DPLogisticRegression(classes=[0, 1], delta=1e-6)  # alpha="auto"
+    planned = run_components(final, 360, 2, 0.5, n_features=X.shape[1])
+    numeric = final._resolve_alpha(360, X.shape[1] + 1, final._make_loss(2), 2, 0.5, 1e-6)
+    assert planned == run_components(final.set_params(alpha=numeric), 360, 2, 0.5)
+    acc = BudgetAccountant()
+    search = _search(grid={"fit_intercept": [True, False]}, accountant=acc)
+    search.set_params(estimator=DPLogisticRegression(classes=[0, 1], delta=1e-6)).fit(X, y)
+    assert len(acc.events) == 1
+    # Inside a pipeline the model's own number of features is unknown: refused for free.
+    piped = _search(grid={"dplogisticregression__fit_intercept": [True, False]},
+                    accountant=(acc := BudgetAccountant()))
+    piped.set_params(estimator=make_pipeline(FunctionTransformer(),
+                                             DPLogisticRegression(classes=[0, 1], delta=1e-6)))
+    with pytest.raises(ValueError, match="numeric alpha"):
+        piped.fit(X, y)
+    assert acc.events == []

@@ -220,10 +220,13 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         last one, which keeps the feature norm <= 1 (so privacy holds) but makes
         the kernel estimate slightly biased. The privacy noise grows with ``D``,
         so more features are not always better under privacy.
-    alpha : float, default=1e-2
+    alpha : float or "auto", default="auto"
         L2 regularisation: the objective is
         ``(1/n) sum_i loss(y_i, w.z_i) + (alpha/2) ||w||^2`` on the design rows
-        ``z_i`` (the paper's Lambda). Larger alpha means less noise.
+        ``z_i`` (the paper's Lambda). Larger alpha means less noise. ``"auto"``
+        computes it by the alpha rule (``dpsk.mechanisms._alpha.auto_alpha``,
+        ``docs/choosing_alpha.rst``) from public quantities only, with ``d =
+        n_components`` (plus the intercept); the value used is ``alpha_``.
     loss : {"logistic", "huber"}, default="logistic"
         ``"logistic"``: logistic regression on the features (``c = 1/4``);
         ``"huber"``: the Huber-smoothed hinge loss of the paper, Eq. 35, a kernel
@@ -283,6 +286,8 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         Weights on the features ``phi(x)`` (cosines first, then sines).
     intercept_ : ndarray of shape (1,) or (n_classes,)
         Intercepts (zeros when ``fit_intercept=False``).
+    alpha_ : float
+        The L2 strength this fit used (``alpha``, or the alpha rule's value).
     n_features_in_ : int
         Number of input features seen in fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -327,7 +332,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         "multi_class": [StrOptions({"auto", "ovr", "multinomial"})],
     }
 
-    def __init__(self, epsilon=1.0, kernel="rbf", gamma=1.0, n_components=100, alpha=1e-2,
+    def __init__(self, epsilon=1.0, kernel="rbf", gamma=1.0, n_components=100, alpha="auto",
                  loss="logistic", h=0.5, perturbation="objective", fit_intercept=True,
                  data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
                  random_state=None, classes=None, delta=0.0, multi_class="auto"):
@@ -397,8 +402,11 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         Z = fourier_features(X, random_weights, n_components=self.n_components,
                              fit_intercept=self.fit_intercept)
         del X
+        loss = self._make_loss(len(classes))
+        # d is the number of random features (plus the intercept column).
+        alpha = self._resolve_alpha(*Z.shape, loss, len(classes), epsilon, delta)
         W = fit_private_problems(
-            Z, y, classes, self._make_loss(len(classes)), epsilon, self.alpha,
+            Z, y, classes, loss, epsilon, alpha,
             self.perturbation, noise_source(self.random_state), tol=self.tol,
             delta=delta, n_jobs=self.n_jobs,
         )
@@ -409,6 +417,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
             "random_weights_": random_weights,
             "coef_": coef,
             "intercept_": intercept,
+            "alpha_": alpha,
         }
 
     def decision_function(self, X):

@@ -24,11 +24,17 @@ from .._data._validation import (
 from .._mixin import PrivacyAccountingMixin
 from ..accounting._events import ApproxDPEvent, GaussianEvent, PureDPEvent
 from ..accounting._ledger import BudgetAccountant
+from ..mechanisms._alpha import resolve_alpha
 from ..mechanisms._erm import private_erm
 from ..mechanisms._noise import analytic_gaussian_sigma
 from ..mechanisms._random import noise_source, validate_random_state
 
-__all__ = ["BaseDPLinearClassifier", "fit_private_problems"]
+__all__ = ["BaseDPLinearClassifier", "fit_private_problems", "problem_count"]
+
+
+def problem_count(loss, n_classes):
+    """How many models one fit releases about the same rows (one-vs-rest beyond two classes)."""
+    return 1 if loss.n_outputs > 1 or n_classes == 2 else int(n_classes)
 
 
 def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng, *, tol,
@@ -95,7 +101,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
 
     _parameter_constraints = {
         "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
-        "alpha": [Interval(Real, 0, np.inf, closed="neither")],
+        "alpha": [Interval(Real, 0, np.inf, closed="neither"), StrOptions({"auto"})],
         "perturbation": [StrOptions({"objective", "output", "gradient"})],
         "fit_intercept": ["boolean"],
         "data_norm": [Interval(Real, 0, np.inf, closed="neither")],
@@ -174,6 +180,20 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         warn_if_column_vector(y)
         return self._fit_with_budget(self._validate_input, self._release, X, y)
 
+    def _resolve_alpha(self, n, d, loss, n_classes, epsilon, delta, loss_at=None):
+        """The L2 strength of this fit: ``alpha``, or the alpha rule's for ``"auto"``.
+
+        Reads public quantities only: ``n`` and ``d`` (the design's shape,
+        after the intercept column and any feature map), the declared number
+        of classes, the budget, the mechanism and the loss
+        (``dpsk.mechanisms._alpha.auto_alpha``). The result is stored as
+        ``alpha_``.
+        """
+        return resolve_alpha(self.alpha, n=n, d=d, epsilon=epsilon, delta=delta, loss=loss,
+                             perturbation=self.perturbation,
+                             n_problems=problem_count(loss, n_classes), tol=self.tol,
+                             loss_at=loss_at)
+
     def _check_params_before_fit(self):
         """Parameter checks beyond the constraints (subclasses add theirs)."""
         if self.perturbation == "gradient" and self.delta == 0:
@@ -199,13 +219,15 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
             Z = DaskDesignRows(X, self.data_norm, self.fit_intercept)
         else:
             Z = design_rows(X, self.data_norm, self.fit_intercept)
+        loss = self._make_loss(len(classes))
+        alpha = self._resolve_alpha(*Z.shape, loss, len(classes), epsilon, delta)
         W = fit_private_problems(
-            Z, y, classes, self._make_loss(len(classes)), epsilon, self.alpha, self.perturbation,
+            Z, y, classes, loss, epsilon, alpha, self.perturbation,
             noise_source(self.random_state), tol=self.tol, delta=delta,
             n_jobs=self.n_jobs,
         )
         coef, intercept = unscale_coef(W, self.data_norm, self.fit_intercept)
-        return {"classes_": classes, "coef_": coef, "intercept_": intercept}
+        return {"classes_": classes, "coef_": coef, "intercept_": intercept, "alpha_": alpha}
 
     def decision_function(self, X):
         """Signed scores ``clip(X) @ coef_.T + intercept_``.

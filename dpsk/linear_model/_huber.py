@@ -63,7 +63,7 @@ class DPHuberSVM(BaseDPLinearClassifier):
         "h": [Interval(Real, 0, np.inf, closed="neither")],
     }
 
-    def __init__(self, epsilon=1.0, alpha=1e-3, perturbation="objective", fit_intercept=True,
+    def __init__(self, epsilon=1.0, alpha="auto", perturbation="objective", fit_intercept=True,
                  data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
                  random_state=None, h=0.5, classes=None, delta=0.0):
         self.epsilon = epsilon

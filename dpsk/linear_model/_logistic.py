@@ -33,11 +33,19 @@ _SHARED_PARAMS_DOC = f"""
         is one multinomial release at the whole ``epsilon``; with
         ``multi_class="ovr"`` and ``delta = 0`` each one-vs-rest model gets
         ``epsilon / n_classes``.
-    alpha : float, default=1e-3
+    alpha : float or "auto", default="auto"
         L2 regularisation: the objective is
-        ``(1/n) sum_i loss(y_i, w.x_i) + (alpha/2) ||w||^2`` (the paper's Lambda,
-        scikit-learn's ``SGDClassifier`` alpha). scikit-learn's ``C`` corresponds
-        to ``1 / (n_samples * alpha)``. Larger alpha means less noise.
+        ``(1/n) sum_i loss(y_i, w.x_i) + (alpha/2) ||w||^2`` on the rescaled
+        rows (the paper's Lambda, scikit-learn's ``SGDClassifier`` alpha).
+        scikit-learn's ``C`` corresponds to ``1 / (n_samples * alpha)``. Larger
+        alpha means less noise and more bias. ``"auto"`` (the default) needs
+        no tuning: the alpha rule (``dpsk.mechanisms._alpha.auto_alpha``)
+        minimises a bound on the excess risk of this mechanism, computed from
+        public quantities only (``n_samples``, ``n_features`` and the
+        intercept, the number of classes, ``epsilon``, ``delta``,
+        ``perturbation`` and the loss's constants; never the values of ``X``
+        or ``y``). The derivation and calibration are in
+        ``docs/choosing_alpha.rst``; the value used is stored as ``alpha_``.
     perturbation : {"objective", "output", "gradient"}, default="objective"
         ``"objective"``: Algorithm 2 of Chaudhuri et al. (2011), noise added to the
         objective (usually more accurate). ``"output"``: Algorithm 1, noise added
@@ -81,6 +89,9 @@ _SHARED_ATTRS_DOC = """
         Weights on the user's features (rows are clipped to ``data_norm``).
     intercept_ : ndarray of shape (1,) or (n_classes,)
         Intercepts (zeros when ``fit_intercept=False``).
+    alpha_ : float
+        The L2 strength this fit used: ``alpha``, or the alpha rule's value
+        for ``alpha="auto"`` (a function of public quantities only).
     n_features_in_ : int
         Number of features seen in fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -152,7 +163,7 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         "multi_class": [StrOptions({"auto", "ovr", "multinomial"})],
     }
 
-    def __init__(self, epsilon=1.0, alpha=1e-3, perturbation="objective", fit_intercept=True,
+    def __init__(self, epsilon=1.0, alpha="auto", perturbation="objective", fit_intercept=True,
                  data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
                  random_state=None, classes=None, delta=0.0, multi_class="auto"):
         self.epsilon = epsilon

@@ -14,8 +14,12 @@ __all__ = []
 _OUTPUT_ONLY_PARAMS_DOC = """    epsilon : float, default=1.0
         Privacy parameter of one fit, > 0. With more than two classes and
         ``delta = 0`` each one-vs-rest model gets ``epsilon / n_classes``.
-    alpha : float, default=1e-3
+    alpha : float or "auto", default="auto"
         L2 regularisation ``(alpha/2) ||w||^2`` on the rescaled weights.
+        ``"auto"`` computes it from public quantities only (``n_samples``,
+        ``n_features``, the classes, the budget and the objective's constants)
+        by the alpha rule, ``dpsk.mechanisms._alpha.auto_alpha``
+        (``docs/choosing_alpha.rst``); the value used is ``alpha_``.
     fit_intercept : bool, default=True
     data_norm : float, default=1.0
         Declared bound on a row's L2 norm; longer rows are scaled down.
@@ -50,7 +54,7 @@ class _OutputOnlyClassifier(BaseDPLinearClassifier):
         if key not in ("perturbation", "n_jobs")
     }
 
-    def __init__(self, epsilon=1.0, alpha=1e-3, fit_intercept=True, data_norm=1.0, tol=1e-10,
+    def __init__(self, epsilon=1.0, alpha="auto", fit_intercept=True, data_norm=1.0, tol=1e-10,
                  accountant=None, random_state=None, classes=None, delta=0.0):
         self.epsilon = epsilon
         self.alpha = alpha
@@ -62,20 +66,26 @@ class _OutputOnlyClassifier(BaseDPLinearClassifier):
         self.classes = classes
         self.delta = delta
 
-    def _release_one(self, Z, t, n_features, epsilon, delta, rng, n_problems):
+    def _release_one(self, Z, t, n_features, epsilon, delta, alpha, rng, n_problems):
+        raise NotImplementedError
+
+    def _constants(self, n):
+        """``(loss, loss_at)`` for the alpha rule: the objective's public constants."""
         raise NotImplementedError
 
     def _release(self, data, *, epsilon, delta):
         X, y, classes = data
         Z = design_matrix(X, self.data_norm, self.fit_intercept)
         targets = binary_targets(y, classes)
+        loss, loss_at = self._constants(Z.shape[0])
+        alpha = self._resolve_alpha(*Z.shape, loss, len(classes), epsilon, delta, loss_at)
         children = noise_source(self.random_state).spawn(len(targets))
         W = np.vstack([
-            self._release_one(Z, t, X.shape[1], epsilon, delta, child, len(targets))
+            self._release_one(Z, t, X.shape[1], epsilon, delta, alpha, child, len(targets))
             for t, child in zip(targets, children)
         ])
         coef, intercept = unscale_coef(W, self.data_norm, self.fit_intercept)
-        return {"classes_": classes, "coef_": coef, "intercept_": intercept}
+        return {"classes_": classes, "coef_": coef, "intercept_": intercept, "alpha_": alpha}
 
     # The same probabilities as DPLogisticRegression (post-processing of the scores).
     predict_proba = DPLogisticRegression.predict_proba

@@ -8,7 +8,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data._design import INTERCEPT_SCALE, clip_rows
 from .._data._validation import check_not_datetime
-from ..mechanisms._beyond_erm import private_robust_erm
+from ..mechanisms._beyond_erm import RobustLogisticConstants, private_robust_erm
 from ._logistic import _SHARED_ATTRS_DOC
 from ._output_only import _OUTPUT_ONLY_PARAMS_DOC, _OutputOnlyClassifier
 
@@ -134,7 +134,7 @@ class DPRobustLogisticRegression(_OutputOnlyClassifier):
         "radius": [Interval(Real, 0, np.inf, closed="left")],
     }
 
-    def __init__(self, radius=0.1, epsilon=1.0, alpha=1e-3, fit_intercept=True, data_norm=1.0,
+    def __init__(self, radius=0.1, epsilon=1.0, alpha="auto", fit_intercept=True, data_norm=1.0,
                  tol=1e-10, accountant=None, random_state=None, classes=None, delta=0.0):
         self.radius = radius
         super().__init__(epsilon=epsilon, alpha=alpha, fit_intercept=fit_intercept,
@@ -146,8 +146,11 @@ class DPRobustLogisticRegression(_OutputOnlyClassifier):
         scale = (INTERCEPT_SCALE if self.fit_intercept else 1.0) / self.data_norm
         return float(self.radius) * scale
 
-    def _release_one(self, Z, t, n_features, epsilon, delta, rng, n_problems):
-        return private_robust_erm(Z, t, self._scaled_radius(), n_features, epsilon, self.alpha,
+    def _constants(self, n):
+        return RobustLogisticConstants(self._scaled_radius()), None
+
+    def _release_one(self, Z, t, n_features, epsilon, delta, alpha, rng, n_problems):
+        return private_robust_erm(Z, t, self._scaled_radius(), n_features, epsilon, alpha,
                                   rng, tol=self.tol, delta=delta, n_problems=n_problems)
 
     def robust_score(self, X, y):

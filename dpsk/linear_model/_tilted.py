@@ -5,7 +5,7 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from ..mechanisms._beyond_erm import private_tilted_erm
+from ..mechanisms._beyond_erm import TiltedLogisticConstants, private_tilted_erm
 from ._logistic import _SHARED_ATTRS_DOC
 from ._output_only import _OUTPUT_ONLY_PARAMS_DOC, _OutputOnlyClassifier
 
@@ -69,7 +69,7 @@ class DPTiltedLogisticRegression(_OutputOnlyClassifier):
         "tilt": [Interval(Real, 0, np.inf, closed="neither")],
     }
 
-    def __init__(self, tilt=0.1, epsilon=1.0, alpha=1e-3, fit_intercept=True, data_norm=1.0,
+    def __init__(self, tilt=0.1, epsilon=1.0, alpha="auto", fit_intercept=True, data_norm=1.0,
                  tol=1e-10, accountant=None, random_state=None, classes=None, delta=0.0):
         self.tilt = tilt
         super().__init__(epsilon=epsilon, alpha=alpha, fit_intercept=fit_intercept,
@@ -81,6 +81,12 @@ class DPTiltedLogisticRegression(_OutputOnlyClassifier):
         if not np.isfinite(self.tilt):
             raise ValueError("tilt must be a finite number > 0.")
 
-    def _release_one(self, Z, t, n_features, epsilon, delta, rng, n_problems):
-        return private_tilted_erm(Z, t, self.tilt, epsilon, self.alpha, rng, tol=self.tol,
+    def _constants(self, n):
+        # The tilted sensitivity depends on alpha, so the rule rebuilds the constants.
+        def loss_at(alpha):
+            return TiltedLogisticConstants(float(self.tilt), n, float(alpha))
+        return loss_at(1.0), loss_at
+
+    def _release_one(self, Z, t, n_features, epsilon, delta, alpha, rng, n_problems):
+        return private_tilted_erm(Z, t, self.tilt, epsilon, alpha, rng, tol=self.tol,
                                   delta=delta, n_problems=n_problems)

@@ -61,7 +61,7 @@ class UnsupportedCandidateError(ValueError):
     """A candidate whose one fit has no Renyi curve the tuner can use."""
 
 
-def _objective_components(final, n_train, n_classes, epsilon, delta):
+def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=None):
     """Gaussian objective perturbation (``dpsk.mechanisms._erm._noise_plan``), per run.
 
     Each of the ``P`` released problems (``P = K`` one-vs-rest models, else 1)
@@ -84,9 +84,15 @@ def _objective_components(final, n_train, n_classes, epsilon, delta):
     eps_each, delta_each = epsilon / problems, delta / problems
     eps_solver = SOLVER_EPSILON_SHARE * eps_each
     alpha = final.alpha
+    if isinstance(alpha, str) and alpha == "auto" and n_features is not None:
+        # The alpha the run's fit will use: the rule reads the same public sizes.
+        alpha = final._resolve_alpha(n_train, n_features + int(final.fit_intercept), loss,
+                                     n_classes, epsilon, delta)
     if isinstance(alpha, bool) or not isinstance(alpha, Real):
         raise UnsupportedCandidateError(
-            "method='repeat' needs a numeric alpha for Gaussian objective perturbation.")
+            "method='repeat' needs a numeric alpha for Gaussian objective perturbation "
+            "inside a pipeline or a kernel model (alpha='auto' needs the model's own "
+            "number of features).")
     cal = gaussian_objective_calibration(
         eps_each - eps_solver, delta_each, n_train, float(alpha), loss.curvature,
         lipschitz=loss.lipschitz, hessian_rank=loss.hessian_rank)
@@ -94,7 +100,7 @@ def _objective_components(final, n_train, n_classes, epsilon, delta):
             ("pure", eps_solver, problems)]
 
 
-def run_components(final, n_train, n_classes, epsilon):
+def run_components(final, n_train, n_classes, epsilon, n_features=None):
     """The Renyi components of one fit of ``final`` at ``epsilon`` on ``n_train`` rows.
 
     ``final`` is the private step of a candidate (its own ``delta``, its other
@@ -115,7 +121,8 @@ def run_components(final, n_train, n_classes, epsilon):
         return [("gaussian", event.noise_multiplier, 1)]
     if (isinstance(final, BaseDPLinearClassifier) and final.perturbation == "objective"
             and isinstance(event, ApproxDPEvent)):
-        return _objective_components(final, n_train, n_classes, event.epsilon, event.delta)
+        return _objective_components(final, n_train, n_classes, event.epsilon, event.delta,
+                                     n_features)
     raise UnsupportedCandidateError(
         f"method='repeat' cannot tune {type(final).__name__} with these parameters: its "
         "release is only known as an (epsilon, delta) pair, which has no Renyi curve. "
@@ -183,7 +190,7 @@ def _total_epsilon(candidates, eta, gamma, delta):
     return RepeatAndSelectEvent._epsilon_of(candidates, float(eta), float(gamma), delta)
 
 
-def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None):
+def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_features=None):
     """Plan a search whose whole release is ``(epsilon, delta)``-DP.
 
     For each shape in :data:`SHAPES`, ``gamma`` is set so that ``E[K]`` is
@@ -213,8 +220,12 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None):
     if not mean > 1.0:
         raise ValueError(f"mean_runs must be > 1, got {mean_runs!r}.")
 
+    if n_features is None or np.isscalar(n_features):
+        n_features = [n_features] * len(finals)
+
     def candidates_at(eps0):
-        return tuple(tuple(run_components(f, n_train, n_classes, eps0)) for f in finals)
+        return tuple(tuple(run_components(f, n_train, n_classes, eps0, n_features[i]))
+                     for i, f in enumerate(finals))
 
     best = None
     for eta in SHAPES:

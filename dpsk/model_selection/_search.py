@@ -17,7 +17,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing, get_tags, indexable
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
+from sklearn.utils.validation import _num_features, check_array, check_is_fitted, column_or_1d
 
 from .._data._validation import (
     check_not_datetime,
@@ -112,6 +112,14 @@ def _score_split(n_samples, validation_fraction, rng):
     n_val = min(max(int(round(validation_fraction * n_samples)), 1), n_samples - 1)
     permutation = rng.permutation(n_samples)
     return permutation[n_val:], permutation[:n_val]
+
+
+def _n_columns(X):
+    """The number of columns of ``X`` (public metadata), or None if it has no shape."""
+    try:
+        return int(_num_features(X))
+    except (TypeError, ValueError):
+        return None
 
 
 def _private_final_step(estimator, prefix=""):
@@ -784,11 +792,11 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             values_withheld(_validate_through, self._make_candidate(params, None, classes), X, y)
         if m > 1 and self._method() == "repeat":
             # Kept until the release (planning solves for the per-run epsilon).
-            self._pending_plan = self._plan(n, classes, candidates)
+            self._pending_plan = self._plan(n, classes, candidates, _n_columns(X))
             self._planned_event = self._pending_plan.event
         return X, y, classes
 
-    def _plan(self, n, classes, candidates):
+    def _plan(self, n, classes, candidates, n_features=None):
         """The public plan of ``method="repeat"`` (sizes, budget and grid only)."""
         if n < 2:
             raise ValueError(
@@ -796,9 +804,15 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                 f"a validation part and needs at least 2 rows; got {n}.")
         epsilon, delta = self._privacy_cost()
         n_val = min(max(int(round(self.validation_fraction * n)), 1), n - 1)
-        finals = [_private_final_step(self._make_candidate(p, None, classes))[1]
-                  for p in candidates]
-        return plan_repeat(finals, n - n_val, len(classes), epsilon, delta)
+        steps = [_private_final_step(self._make_candidate(p, None, classes))
+                 for p in candidates]
+        finals = [final for _, final in steps]
+        # The model's own number of features is X's only when it is not inside a
+        # pipeline (whose steps may change it) and has no feature map of its own.
+        features = [n_features if not path and not hasattr(final, "n_components") else None
+                    for path, final in steps]
+        return plan_repeat(finals, n - n_val, len(classes), epsilon, delta,
+                           n_features=features)
 
     def _release_repeat(self, X, y, classes, candidates):
         """Papernot and Steinke's repeat-and-select (``_repeat.py``)."""

@@ -154,7 +154,7 @@ def probe_curve(estimator, X, y, *, X_private=None, y_private=None, n_samples=No
     law = _law(estimator, loss, n, Z.shape[1], delta)
     w_star = None
     if estimator.perturbation == "output":
-        w_star = _public_minimizer(loss, Z, y_pm, estimator.alpha, estimator.tol)
+        w_star = _public_minimizer(loss, Z, y_pm, _fitted_alpha(estimator), estimator.tol)
     dw = perturbed_optimum_derivative(w, Z, y_pm, loss, law, epsilon_probe, w_star=w_star)
 
     scale_probe = law(epsilon_probe)[0]
@@ -233,9 +233,22 @@ def perturbed_optimum_derivative(w, Z, y, loss, law, epsilon, w_star=None):
     return -np.linalg.solve(hessian, lam_prime * w - kappa * residual)
 
 
+def _fitted_alpha(estimator):
+    """The alpha the probe fit used: ``alpha_`` (``alpha="auto"`` resolved), else ``alpha``.
+
+    With ``alpha="auto"`` the curve holds the probe's alpha fixed across
+    epsilon: it extrapolates the model that was fitted, whose noise law is
+    then the one :func:`_noise_law` gives at that alpha (models pickled
+    before ``alpha_`` existed carry a numeric ``alpha``).
+    """
+    return float(getattr(estimator, "alpha_", estimator.alpha))
+
+
 def _law(estimator, loss, n, d, delta):
+    alpha = _fitted_alpha(estimator)
+
     def law(epsilon):
-        return _noise_law(loss, n, d, epsilon, estimator.alpha, estimator.perturbation,
+        return _noise_law(loss, n, d, epsilon, alpha, estimator.perturbation,
                           tol=estimator.tol, delta=delta)
     return law
 

@@ -1,0 +1,466 @@
+"""``alpha="auto"`` against the oracle alpha: calibration on generated data, check on real data.
+
+Usage::
+
+    python -m benchmarks alpha-rule [--quick] [--seed N] [--draws R] [--folds F] [--n-jobs J]
+                                    [--large] [--no-plot]
+
+For every (data set, mechanism, epsilon) cell the private model is fitted at
+each alpha of a half-decade grid (``10^-6 .. 10^0``) and at ``alpha="auto"``,
+``R`` noise draws each; the test error of every alpha is averaged over the
+draws (and folds). The *oracle* is the grid alpha with the lowest mean test
+error (chosen on the test set: optimistic and not private); the rule is
+judged against it with the tolerance of issue 25, ``max(0.005, 2 SE)``, SE
+the standard error of the oracle's mean.
+
+Two groups of data sets, kept apart:
+
+* **generated** (calibration): binary families that vary ``n`` (1e3 to 1e5),
+  ``d`` (5 to 500), separation, class balance and sparsity
+  (:data:`FAMILIES`); a fresh test set of 20,000 rows each. The prior
+  ``dpsk.mechanisms._alpha.PRIOR_NORM`` is chosen on these alone:
+  :func:`calibrate` re-evaluates the rule at candidate priors from the stored
+  error curves (log-linear interpolation between grid points, no refit) and
+  reports the mean regret of each.
+* **held out** (check, never used to choose a constant): Adult (the paper's
+  preprocessing), scikit-learn's bundled breast cancer and digits (< 5 vs >=
+  5), stratified 5-fold CV, the first ``F`` folds.
+
+Mechanisms: objective and output perturbation, pure (``delta = 0``) and
+Gaussian (``delta = 1e-6``), all with ``fit_intercept=True`` and
+``data_norm=1`` (rows are scaled to norm <= 1 by public bounds). ``--large``
+adds one generated check at ``n = 1e6`` (objective, pure and Gaussian).
+
+Writes ``alpha_rule.csv`` (every cell and alpha), ``alpha_rule_summary.csv``
+(rule vs oracle per cell), ``alpha_rule_calibration.csv`` (mean regret per
+candidate prior) and ``alpha_rule.png`` (rule against oracle), which is also
+copied to ``docs/_static/`` for the docs page ``docs/choosing_alpha.rst``.
+"""
+
+import argparse
+import math
+import shutil
+import time
+import warnings
+import zlib
+
+import numpy as np
+
+from . import _common as C
+
+EPSILONS = (0.1, 0.5, 1.0, 2.0)
+LOG10_ALPHAS = tuple(np.arange(-6.0, 0.01, 0.5))
+MECHANISMS = (("objective", 0.0), ("objective", 1e-6), ("output", 0.0), ("output", 1e-6))
+TEST_ROWS = 20_000
+
+#: Generated binary families: (name, n, d, separation, share of class 1, density).
+#: ``density < 1``: binary features with that share of ones, rows normalised.
+FAMILIES = (
+    ("g1-n1e3-d5", 1_000, 5, 4.0, 0.5, 1.0),
+    ("g2-n1e4-d20-weak-imb", 10_000, 20, 2.0, 0.3, 1.0),
+    ("g3-n1e4-d100-sparse", 10_000, 100, 4.0, 0.5, 0.05),
+    ("g4-n3e4-d10-strong", 30_000, 10, 8.0, 0.5, 1.0),
+    ("g5-n3e4-d200-sparse-imb", 30_000, 200, 2.0, 0.2, 0.03),
+    ("g6-n1e5-d50", 100_000, 50, 4.0, 0.4, 1.0),
+    ("g7-n3e3-d500-sparse", 3_000, 500, 8.0, 0.5, 0.02),
+    ("g8-n1e5-d5-weak-imb", 100_000, 5, 2.0, 0.1, 1.0),
+)
+QUICK_FAMILIES = FAMILIES[:2]
+LARGE_FAMILY = ("g9-n1e6-d20", 1_000_000, 20, 4.0, 0.5, 1.0)
+HELD_OUT = ("adult", "breast_cancer", "digits")
+PRIOR_CANDIDATES = tuple(float(v) for v in np.round(np.logspace(-0.5, 1.5, 17), 3))
+
+
+# ------------------------------------------------------------------------ data
+def _unit_rows(X):
+    """Scale rows to norm <= 1 by a public rule (no statistic of the data)."""
+    norms = np.linalg.norm(X, axis=1)
+    return X / np.maximum(norms, 1.0)[:, None]
+
+
+def generate(family, n_rows, rng):
+    """Rows and labels of one generated family (the direction ``u`` fixed by ``rng``'s seed)."""
+    _, _, d, separation, balance, density = family
+    u = np.random.default_rng(zlib.crc32(family[0].encode())).normal(size=d)
+    u /= np.linalg.norm(u)
+    if density < 1.0:
+        B = (rng.random((n_rows, d)) < density).astype(np.float64)
+        B[B.sum(axis=1) == 0, 0] = 1.0
+        X = B / np.linalg.norm(B, axis=1)[:, None]
+        signal = (B - density) @ u / math.sqrt(max(density, 1.0 / d))
+    else:
+        X = _unit_rows(rng.normal(size=(n_rows, d)) / math.sqrt(d))
+        signal = X @ u * math.sqrt(d)
+    score = separation * signal
+    offset = _offset(score[:20_000], balance)
+    y = (rng.random(n_rows) < 1.0 / (1.0 + np.exp(-(score + offset)))).astype(int)
+    return X, y
+
+
+def _offset(score, balance):
+    from scipy.optimize import brentq
+
+    return brentq(lambda b: np.mean(1.0 / (1.0 + np.exp(-(score + b)))) - balance, -50, 50)
+
+
+def held_out(name):
+    """X (rows of norm <= 1 by public bounds) and binary y of a held-out set."""
+    from sklearn.datasets import load_breast_cancer, load_digits
+
+    if name == "adult":
+        return C.load_adult_data()
+    if name == "breast_cancer":
+        X, y = load_breast_cancer(return_X_y=True)
+        # Standardised features, then the declared bound sqrt(d) of a standardised row.
+        X = (X - X.mean(axis=0)) / X.std(axis=0)
+        return _unit_rows(X / math.sqrt(X.shape[1])), y
+    X, y = load_digits(return_X_y=True)
+    # Pixels are in [0, 16]: 64 of them have norm <= 128, a public bound.
+    return X / 128.0, (y >= 5).astype(int)
+
+
+# ------------------------------------------------------------------ one cell
+def _fit_errors(X, y, X_test, y_test, perturbation, delta, epsilon, alphas, seeds):
+    """Test errors ``[alpha][draw]`` and the rule's alpha, for one split."""
+    from dpsk import BudgetAccountant, DPLogisticRegression
+
+    errors, rule_alpha = [], None
+    for alpha in alphas:
+        row = []
+        for seed in seeds:
+            model = DPLogisticRegression(
+                epsilon=epsilon, delta=delta, alpha=alpha, perturbation=perturbation,
+                classes=[0, 1], accountant=BudgetAccountant(), random_state=seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.fit(X, y)
+            row.append(float(np.mean(model.predict(X_test) != y_test)))
+            if alpha == "auto":
+                rule_alpha = model.alpha_
+        errors.append(row)
+    return errors, rule_alpha
+
+
+def _cell(kind, name, perturbation, delta, epsilon, draws, folds, seed, rule_only=False):
+    alphas = ([] if rule_only else [10.0**e for e in LOG10_ALPHAS]) + ["auto"]
+    splits = _splits(kind, name, folds, seed)
+    per_split, rule_alpha = [], None
+    for k, (X, y, X_test, y_test) in enumerate(splits):
+        seeds = [C.seed_for(seed, k, r, int(epsilon * 1000), int(delta > 0),
+                            perturbation == "output") for r in range(draws)]
+        errors, rule_alpha = _fit_errors(X, y, X_test, y_test, perturbation, delta, epsilon,
+                                         alphas, seeds)
+        per_split.append(errors)
+    n_train, d = splits[0][0].shape
+    rows = []
+    for i, alpha in enumerate(alphas):
+        # SE: over folds when there are several, else over draws.
+        means = [float(np.mean(split[i])) for split in per_split]
+        values = means if len(means) > 1 else per_split[0][i]
+        mean = float(np.mean(means))
+        se = float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
+        rows.append({
+            "group": kind, "dataset": name, "n_train": n_train, "d": d,
+            "perturbation": perturbation, "delta": delta, "epsilon": epsilon,
+            "alpha": rule_alpha if alpha == "auto" else alpha, "rule": alpha == "auto",
+            "error": round(mean, 5), "se": round(se, 5),
+        })
+    return rows
+
+
+# ---------------------------------------------------------------- summaries
+def summarise(rows):
+    """Rule vs oracle per (data set, mechanism, epsilon)."""
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["group"], r["dataset"], r["perturbation"], r["delta"], r["epsilon"]),
+                         []).append(r)
+    out = []
+    for key, cell in cells.items():
+        grid = [r for r in cell if not r["rule"]]
+        rule = next(r for r in cell if r["rule"])
+        best = min(grid, key=lambda r: r["error"])
+        tolerance = max(0.005, 2.0 * best["se"])
+        out.append({
+            "group": key[0], "dataset": key[1], "perturbation": key[2], "delta": key[3],
+            "noise": "pure" if key[3] == 0 else f"gauss {key[3]:g}",
+            "epsilon": key[4], "n_train": rule["n_train"], "d": rule["d"],
+            "rule_alpha": f"{rule['alpha']:.3g}", "rule_error": rule["error"],
+            "oracle_alpha": f"{best['alpha']:.3g}", "oracle_error": best["error"],
+            "oracle_se": best["se"], "regret": round(rule["error"] - best["error"], 5),
+            "within": rule["error"] <= best["error"] + tolerance,
+            "default_1e-3_error": next(
+                r["error"] for r in grid if abs(math.log10(r["alpha"]) + 3) < 1e-9),
+        })
+    return out
+
+
+def calibrate(rows, candidates=PRIOR_CANDIDATES):
+    """Mean regret and cells within tolerance of the rule at each candidate prior.
+
+    Generated cells only. The error at the rule's alpha is interpolated
+    linearly in ``log10 alpha`` between the grid points of the stored curve
+    (constant beyond its ends), so no model is refitted.
+    """
+    from dpsk._optimize._losses import LogisticLoss
+    from dpsk.mechanisms._alpha import auto_alpha
+
+    curves = {}
+    for r in rows:
+        if r["group"] != "generated" or r["rule"]:
+            continue
+        key = (r["dataset"], r["perturbation"], r["delta"], r["epsilon"], r["n_train"], r["d"])
+        curves.setdefault(key, []).append((math.log10(r["alpha"]), r["error"], r["se"]))
+    out = []
+    for mechanism in sorted({key[1] for key in curves}):
+        for prior in candidates:
+            regrets, within = [], 0
+            for (_, perturbation, delta, epsilon, n, d), curve in curves.items():
+                if perturbation != mechanism:
+                    continue
+                curve.sort()
+                xs, errs, ses = zip(*curve)
+                alpha = auto_alpha(n, d + 1, epsilon, delta, loss=LogisticLoss(),
+                                   perturbation=perturbation, prior_norm=prior)
+                error = float(np.interp(math.log10(alpha), xs, errs))
+                best = int(np.argmin(errs))
+                regrets.append(error - errs[best])
+                within += error <= errs[best] + max(0.005, 2.0 * ses[best])
+            out.append({"perturbation": mechanism, "prior_norm": prior,
+                        "mean_regret": round(float(np.mean(regrets)), 5),
+                        "max_regret": round(float(np.max(regrets)), 5), "within": within,
+                        "cells": len(regrets)})
+    return out
+
+
+def plot(summary, name="alpha_rule"):
+    plt = C.get_pyplot()
+    if plt is None:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    markers = {("objective", 0.0): "o", ("objective", 1e-6): "s", ("output", 0.0): "^",
+               ("output", 1e-6): "v"}
+    for group, colour in (("generated", "tab:blue"), ("held-out", "tab:red")):
+        for mech, marker in markers.items():
+            pts = [s for s in summary if s["group"] == group
+                   and (s["perturbation"], s["delta"]) == mech]
+            if not pts:
+                continue
+            label = f"{group}, {mech[0]}, {'pure' if mech[1] == 0 else 'delta 1e-6'}"
+            axes[0].scatter([float(s["oracle_alpha"]) for s in pts],
+                            [float(s["rule_alpha"]) for s in pts], c=colour, marker=marker,
+                            alpha=0.6, label=label)
+            axes[1].scatter([s["oracle_error"] for s in pts], [s["regret"] for s in pts],
+                            c=colour, marker=marker, alpha=0.6)
+    axes[0].set_xscale("log")
+    axes[0].set_yscale("log")
+    axes[0].plot([1e-7, 1], [1e-7, 1], "k--", lw=0.8)
+    axes[0].set_xlabel("oracle alpha (best half-decade grid point, test set)")
+    axes[0].set_ylabel('alpha="auto" (public rule)')
+    axes[0].legend(fontsize=7)
+    axes[1].axhline(0.005, color="k", ls="--", lw=0.8)
+    axes[1].set_xlabel("oracle test error")
+    axes[1].set_ylabel("rule error - oracle error")
+    fig.tight_layout()
+    return C.save_figure(fig, name)
+
+
+def _splits(kind, name, folds, seed):
+    """The train/test splits of one data set, exactly as :func:`_cell` makes them."""
+    if kind == "generated":
+        family = next(f for f in FAMILIES + (LARGE_FAMILY,) if f[0] == name)
+        rng = np.random.default_rng(C.seed_for(seed, family[1], family[2]))
+        X, y = generate(family, family[1], rng)
+        X_test, y_test = generate(family, TEST_ROWS, rng)
+        return [(X, y, X_test, y_test)]
+    X_all, y_all = held_out(name)
+    return [(X_all[tr], y_all[tr], X_all[te], y_all[te])
+            for tr, te in C.cv_folds(y_all, n_splits=5, seed=seed)[:folds]]
+
+
+def diffprivlib_defaults(kind, name, folds, draws, seed, python):
+    """Mean test error of diffprivlib's default LogisticRegression per epsilon (own venv)."""
+    import json
+    import subprocess
+    import tempfile
+
+    splits = _splits(kind, name, folds, seed)
+    X = np.vstack([np.vstack([s[0], s[2]]) for s in splits])
+    y = np.concatenate([np.concatenate([s[1], s[3]]) for s in splits])
+    # One block per split: its test rows carry the split's number, and the worker trains
+    # fold k on the rows of block k that are not its test rows (other blocks excluded).
+    block = np.concatenate([np.full(len(s[1]) + len(s[3]), k) for k, s in enumerate(splits)])
+    fold_ids = np.concatenate([np.concatenate([np.full(len(s[1]), -1), np.full(len(s[3]), k)])
+                               for k, s in enumerate(splits)])
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(len(splits)):
+            rows = block == k
+            np.savez(f"{tmp}/data.npz", X=X[rows], y=y[rows], fold_ids=fold_ids[rows])
+            with open(f"{tmp}/config.json", "w") as fh:
+                json.dump({"epsilons": list(EPSILONS), "folds": [k], "runs": draws,
+                           "seed": seed}, fh)
+            subprocess.run([str(python), str(C.BENCH_DIR / "_diffprivlib_default_worker.py"),
+                            f"{tmp}/data.npz", f"{tmp}/config.json", f"{tmp}/out.json"],
+                           check=True)
+            with open(f"{tmp}/out.json") as fh:
+                for eps, error in json.load(fh)["errors"].items():
+                    out.setdefault(float(eps), []).append(error)
+    return {eps: float(np.mean(v)) for eps, v in out.items()}
+
+
+def _diffprivlib_table(args, families, held, draws):
+    """dpsk's default (objective, pure, alpha="auto") against diffprivlib's default."""
+    import csv
+
+    from .bench_diffprivlib import ensure_venv
+
+    python, versions = ensure_venv()
+    stored = {}
+    for suffix in ("_generated", "_held_out", ""):
+        path = C.results_dir() / f"alpha_rule_summary{suffix}.csv"
+        if path.exists():
+            with open(path) as fh:
+                for r in csv.DictReader(line for line in fh if not line.startswith("#")):
+                    if r["perturbation"] == "objective" and float(r["delta"]) == 0:
+                        stored[(r["dataset"], float(r["epsilon"]))] = float(r["rule_error"])
+    datasets = ([("generated", f[0], 1) for f in families if "generated" in args.groups]
+                + [("held-out", h, args.folds) for h in held if "held-out" in args.groups])
+    rows = []
+    for kind, name, folds in datasets:
+        errors = diffprivlib_defaults(kind, name, folds, draws, args.seed, python)
+        for eps, error in sorted(errors.items()):
+            dpsk_error = stored.get((name, eps), float("nan"))
+            rows.append({"group": kind, "dataset": name, "epsilon": eps,
+                         "dpsk_auto_error": dpsk_error, "diffprivlib_default_error": error,
+                         "difference": round(dpsk_error - error, 5)})
+    head = [f"command: {C.command_line()}", f"machine: {C.machine_line()}",
+            f"diffprivlib {versions[0]} (scikit-learn {versions[1]}): LogisticRegression("
+            f"epsilon, data_norm=1) otherwise default (C=1, fit_intercept=True); {draws} draws; "
+            "same splits as alpha_rule; dpsk: DPLogisticRegression(epsilon) default, from "
+            "alpha_rule_summary*.csv (objective, pure, alpha='auto')"]
+    C.write_csv("alpha_rule_diffprivlib", rows, comment_lines=head)
+    print(C.format_table(rows, list(rows[0])))
+    return 0
+
+
+def _stored_grid_rows(name):
+    """The grid (non-rule) rows of a stored ``<name>.csv``, typed as :func:`_cell` makes them."""
+    import csv
+
+    with open(C.results_dir() / f"{name}.csv") as fh:
+        reader = csv.DictReader(line for line in fh if not line.startswith("#"))
+        rows = [r for r in reader if r["rule"] == "False"]
+    for r in rows:
+        for key in ("n_train", "d"):
+            r[key] = int(r[key])
+        for key in ("delta", "epsilon", "alpha", "error", "se"):
+            r[key] = float(r[key])
+        r["rule"] = False
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks alpha-rule", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="two families, Adult-free held-out check, 1 draw")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--draws", type=int, default=3, help="noise draws per alpha")
+    parser.add_argument("--folds", type=int, default=3, help="folds of 5 for held-out sets")
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--large", action="store_true",
+                        help="add one family at n = 1e6 (objective, eps 0.1 and 1; alone: "
+                             "--groups large)")
+    parser.add_argument("--groups", nargs="+", default=["generated", "held-out"],
+                        choices=["generated", "held-out", "large"],
+                        help="calibrate on 'generated' first, then check on 'held-out'")
+    parser.add_argument("--rule-only", action="store_true",
+                        help="fit alpha='auto' only and reuse the grid rows of the CSV of the "
+                             "same groups (after a change of the rule's constants)")
+    parser.add_argument("--diffprivlib", action="store_true",
+                        help="only compare diffprivlib's default LogisticRegression (own venv) "
+                             "with the stored dpsk default errors")
+    parser.add_argument("--plot-stored", action="store_true",
+                        help="only redraw alpha_rule.png from the stored summary CSVs")
+    parser.add_argument("--no-plot", action="store_true")
+    args = parser.parse_args(argv)
+    C.set_quick(args.quick)
+    C.limit_blas_threads()
+    families = QUICK_FAMILIES if args.quick else FAMILIES
+    held = ("breast_cancer",) if args.quick else HELD_OUT
+    draws = 1 if args.quick else args.draws
+    if args.diffprivlib:
+        return _diffprivlib_table(args, families, held, draws)
+    if args.plot_stored:
+        _publish_plot(_stored_summaries())
+        return 0
+    tasks = []
+    if "generated" in args.groups:
+        tasks += [("generated", f[0], p, dl, e, draws, 1, args.seed)
+                  for f in families for p, dl in MECHANISMS for e in EPSILONS]
+    if args.large or "large" in args.groups:
+        tasks += [("generated", LARGE_FAMILY[0], "objective", dl, e, 1, 1, args.seed)
+                  for dl in (0.0, 1e-6) for e in (0.1, 1.0)]
+    if "held-out" in args.groups:
+        tasks += [("held-out", h, p, dl, e, draws, args.folds, args.seed)
+                  for h in held for p, dl in MECHANISMS for e in EPSILONS]
+    tasks = [t + (args.rule_only,) for t in tasks]
+    suffix = "" if len(args.groups) == 2 else "_" + args.groups[0].replace("-", "_")
+    t0 = time.time()
+    C.header("alpha-rule: alpha='auto' vs the oracle alpha")
+    rows = [r for cell in C.run_tasks(_cell, tasks, n_jobs=args.n_jobs, desc="cells")
+            for r in cell]
+    if args.rule_only:
+        rows = _stored_grid_rows("alpha_rule" + suffix) + rows
+    summary = summarise(rows)
+    calibration = calibrate(rows) if args.groups == ["generated"] or len(args.groups) >= 2 \
+        else []
+    protocol = (f"protocol: DPLogisticRegression, fit_intercept=True, data_norm=1, grid "
+                f"10^-6..10^0 by half decades + alpha='auto'; {draws} draws; generated: one "
+                f"train set + {TEST_ROWS} test rows; held out: stratified 5-fold CV, first "
+                f"{args.folds} folds; seed {args.seed}; {time.time() - t0:.0f}s")
+    head = [f"command: {C.command_line()}", f"machine: {C.machine_line()}", protocol]
+    C.write_csv("alpha_rule" + suffix, rows, comment_lines=head)
+    C.write_csv("alpha_rule_summary" + suffix, summary, comment_lines=head)
+    if calibration:
+        C.write_csv("alpha_rule_calibration", calibration, comment_lines=head + [
+            "generated cells only; error at the rule's alpha interpolated in log alpha"])
+    columns = ["dataset", "perturbation", "noise", "epsilon", "rule_alpha", "rule_error",
+               "oracle_alpha", "oracle_error", "regret", "within", "default_1e-3_error"]
+    print(C.format_table(summary, columns))
+    if calibration:
+        print(C.format_table(calibration, list(calibration[0])))
+    for group in ("generated", "held-out"):
+        for p, dl in MECHANISMS:
+            cells = [s for s in summary if s["group"] == group
+                     and (s["perturbation"], s["delta"]) == (p, dl)]
+            if cells:
+                print(f"{group:9s} {p:9s} delta={dl:g}: within tolerance in "
+                      f"{sum(s['within'] for s in cells)} of {len(cells)} cells")
+    if not args.no_plot:
+        _publish_plot(summary if len(args.groups) == 2 else _stored_summaries())
+    return 0
+
+
+def _publish_plot(summary):
+    path = plot(summary)
+    if path is not None and not C._quick_run:
+        target = C.REPO_ROOT / "docs" / "_static" / "alpha_rule.png"
+        target.parent.mkdir(exist_ok=True)
+        shutil.copyfile(path, target)
+
+
+def _stored_summaries():
+    """The rule-vs-oracle rows of both groups, from the stored summary CSVs."""
+    import csv
+
+    rows = []
+    for suffix in ("_generated", "_held_out"):
+        with open(C.results_dir() / f"alpha_rule_summary{suffix}.csv") as fh:
+            for r in csv.DictReader(line for line in fh if not line.startswith("#")):
+                r["delta"] = float(r["delta"])
+                for key in ("oracle_error", "regret"):
+                    r[key] = float(r[key])
+                rows.append(r)
+    return rows

@@ -1,0 +1,196 @@
+"""The alpha rule: the L2 strength ``alpha="auto"`` resolves to, from public quantities only.
+
+A private linear model trades two errors through ``alpha``: the bias of the
+regulariser, which grows with ``alpha``, and the privacy noise, whose effect
+shrinks as ``alpha`` grows (every mechanism's sensitivity is ``O(1 / (n
+alpha))``). :func:`auto_alpha` minimises a bound on the sum, the excess risk of
+the released model over a comparator ``w0`` with a public prior guess of its
+norm. Every noise scale it reads comes from the mechanism's own calibration
+(``dpsk.mechanisms._erm._noise_plan`` and ``noisy_gd_schedule``), so the rule
+follows any change to them. The derivation and the calibration of the one
+constant per mechanism, :data:`PRIOR_NORM`, are in ``docs/choosing_alpha.rst``.
+
+Sources: the decomposition and the shapes of the noise terms follow the proofs
+of Theorems 3 (output perturbation) and 4 (objective perturbation) of
+Chaudhuri, Monteleoni and Sarwate (2011); balancing a noise term against the
+regulariser's bias by the choice of the L2 strength is the prescription of
+Lowy and Razaviyayn (2021) for output perturbation. The objective, Gaussian
+and noisy-gradient-descent terms are dpsk's own (derived in the docs page).
+"""
+
+import math
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from ._erm import _noise_plan
+from ._gradient import noisy_gd_schedule
+
+__all__ = ["auto_alpha", "excess_risk_bound", "resolve_alpha", "PRIOR_NORM", "ALPHA_RANGE"]
+
+#: The prior guess of the comparator's size, per mechanism: ``||w0||^2 =
+#: PRIOR_NORM[perturbation]^2 * size`` on rows of norm <= 1, ``size`` the
+#: number of released weights. A model with margins of a few units on rows
+#: whose norm is spread over ``size`` coordinates has coordinates of a few
+#: units, hence the ``sqrt(size)``. The constants absorb the slack of each
+#: mechanism's bound (the two noise terms are bounds of different tightness),
+#: so they are calibrated per mechanism on generated data families (``python
+#: -m benchmarks alpha-rule``), never on Adult or scikit-learn's bundled sets,
+#: which are held out. Noisy gradient descent, whose noise term has output
+#: perturbation's form, shares its constant.
+PRIOR_NORM = {"objective": 2.0, "output": 0.5, "gradient": 0.5}
+
+#: The interval searched, in ``alpha``; the bound is minimised over its logarithm.
+ALPHA_RANGE = (1e-9, 1e2)
+
+_GRID_POINTS = 56
+
+
+def resolve_alpha(alpha, **public):
+    """``alpha`` itself when it is a number; :func:`auto_alpha` of ``public`` for ``"auto"``."""
+    if isinstance(alpha, str):
+        if alpha != "auto":
+            raise ValueError(f"alpha must be a float > 0 or 'auto', got {alpha!r}.")
+        return auto_alpha(**public)
+    return float(alpha)
+
+
+def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, tol=1e-10,
+               loss_at=None, prior_norm=None):
+    """The ``alpha`` that minimises :func:`excess_risk_bound` for one release.
+
+    A plain function of public quantities: the number of rows ``n``, the
+    design's dimension ``d`` (after the intercept column and any random
+    feature map), the budget, the mechanism and the loss's constants. It never
+    sees the data. The minimiser is found on a logarithmic grid over
+    :data:`ALPHA_RANGE`, refined by a bounded scalar search around the best
+    grid point; the bound is flat wherever objective perturbation's extra
+    regularisation takes over (the solved objective is then the same for every
+    smaller ``alpha``), and the grid returns the largest such ``alpha`` up to
+    its resolution, so the rule never pushes ``alpha`` under the mechanism's
+    own floor without gain.
+
+    Parameters
+    ----------
+    n, d : int
+        Rows and design columns (public metadata).
+    epsilon, delta : float
+        The budget of the whole fit (all ``n_problems`` models).
+    loss : loss object
+        As passed to ``dpsk.mechanisms._erm.private_erm`` (``lipschitz``,
+        ``curvature``, ``n_outputs``, ``hessian_rank``).
+    perturbation : {"objective", "output", "gradient"}
+    n_problems : int, default=1
+        Models released together (one-vs-rest).
+    tol : float, default=1e-10
+        The solver tolerance (enters the calibrations).
+    loss_at : callable or None
+        ``alpha -> loss object`` for losses whose constants depend on
+        ``alpha`` (tilted ERM); None uses ``loss`` at every ``alpha``.
+    prior_norm : float or None, default=None
+        None: ``PRIOR_NORM[perturbation]``.
+
+    Returns
+    -------
+    alpha : float
+    """
+    n, d = int(n), int(d)
+    if n < 1 or d < 1:
+        raise ValueError("n and d must be >= 1.")
+    if perturbation not in PRIOR_NORM:
+        raise ValueError(f"perturbation must be one of {sorted(PRIOR_NORM)}, "
+                         f"got {perturbation!r}.")
+    if prior_norm is None:
+        prior_norm = PRIOR_NORM[perturbation]
+
+    def bound(log_alpha):
+        return excess_risk_bound(
+            math.exp(log_alpha), n, d, epsilon, delta, loss=loss, perturbation=perturbation,
+            n_problems=n_problems, tol=tol, loss_at=loss_at, prior_norm=prior_norm)
+
+    lo, hi = (math.log(a) for a in ALPHA_RANGE)
+    grid = np.linspace(lo, hi, _GRID_POINTS)
+    values = np.array([bound(g) for g in grid])
+    # The largest alpha among the (near-)ties: on objective perturbation's flat
+    # part every smaller alpha gives the same solved objective.
+    best = int(np.flatnonzero(values <= values.min() * (1 + 1e-9))[-1])
+    left, right = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
+    refined = minimize_scalar(bound, bounds=(left, right), method="bounded",
+                              options={"xatol": 1e-3})
+    log_alpha = refined.x if refined.fun < values[best] else grid[best]
+    return float(math.exp(log_alpha))
+
+
+def excess_risk_bound(alpha, n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1,
+                      tol=1e-10, loss_at=None, prior_norm=None):
+    """A bound on the expected excess risk of one release at ``alpha``.
+
+    With ``Lambda`` the L2 strength of the solved objective ``J`` (``alpha``
+    plus objective perturbation's extra regularisation), ``w_L`` its
+    minimiser, ``w`` the release and ``w0`` any comparator, the unregularised
+    risk satisfies ``L(w) - L(w0) <= [J(w) - J(w_L)] + Lambda ||w0||^2 / 2``
+    (because ``J(w_L) <= J(w0)``). The second term is the bias, with the prior
+    ``||w0||^2 = prior_norm^2 * size``. The first is the noise term, in
+    expectation over the mechanism's noise (derivations in
+    ``docs/choosing_alpha.rst``):
+
+    * objective perturbation: the release minimises ``J + b.w / n``, so
+      ``J(w) - J(w_L) <= ||b||^2 / (2 n^2 Lambda)`` (strong convexity; the
+      shape of Chaudhuri et al. 2011, Theorem 4); plus the term of the
+      solver-residual noise added to the solver's point, as for output
+      perturbation below (its rate from ``solver_residual_beta``);
+    * output perturbation and noisy gradient descent: ``w = w_L + e`` and
+      ``J`` is ``(c r + Lambda)``-smooth along a random direction on average
+      (one row's Hessian has trace <= ``c r``, ``r`` its rank, rows of norm
+      <= 1), so ``E[J(w) - J(w_L)] <= (c r / size + Lambda) E||e||^2 / 2``
+      for noise of isotropic direction (Theorem 3's shape, with the smooth
+      loss's curvature in place of its Lipschitz constant; Lowy and
+      Razaviyayn's output-perturbation prescriptions balance the same two
+      terms). For noisy gradient descent ``E||e||^2`` is the bound its
+      schedule minimises (``dpsk.mechanisms._gradient``).
+
+    ``E||b||^2`` is ``size (size + 1) / beta^2`` for Gamma-norm noise of rate
+    ``beta`` (its norm is Gamma(size, 1/beta)) and ``size sigma^2`` for
+    Gaussian noise; both scales come from the mechanism's calibration.
+
+    Returns
+    -------
+    bound : float
+    """
+    if prior_norm is None:
+        prior_norm = PRIOR_NORM[perturbation]
+    loss_alpha = loss if loss_at is None else loss_at(alpha)
+    size = d * loss_alpha.n_outputs
+    curvature_trace = float(loss_alpha.curvature) * getattr(loss_alpha, "hessian_rank", 1)
+    if perturbation == "gradient":
+        strength = alpha
+        second_moment = _gradient_error(loss_alpha, n, size, alpha, epsilon, delta, n_problems)
+    else:
+        plan = _noise_plan(loss_alpha, n, d, epsilon, delta, alpha, perturbation, tol,
+                           n_problems)
+        strength = plan.strong_convexity
+        if plan.beta is not None:
+            second_moment = size * (size + 1.0) / plan.beta**2
+        else:
+            second_moment = size * plan.sigma**2
+    if perturbation == "objective":
+        noise = second_moment / (2.0 * n**2 * strength)
+        # The residual noise, added to the solver's point like output perturbation's;
+        # its radius tol / Lambda grows like 1 / alpha^2 as the solver's tolerance
+        # floor rises, a cliff at small alpha that the main term alone misses.
+        residual_moment = size * (size + 1.0) / plan.residual_beta**2
+        noise += 0.5 * (curvature_trace / size + strength) * residual_moment
+    else:
+        noise = 0.5 * (curvature_trace / size + strength) * second_moment
+    return noise + 0.5 * strength * prior_norm**2 * size
+
+
+def _gradient_error(loss, n, size, alpha, epsilon, delta, n_problems):
+    """``E||w_T - w_L||^2`` of noisy gradient descent: the bound its schedule minimises."""
+    schedule = noisy_gd_schedule(n, size, alpha, loss, epsilon, delta, n_problems=n_problems)
+    q2 = (1.0 - alpha * schedule.step_size) ** 2
+    steps = schedule.n_steps
+    start = min(loss.lipschitz / alpha, math.sqrt(2.0 * loss.value_at_zero() / alpha))
+    accumulated = steps if 1.0 - q2 <= 1e-12 else -math.expm1(steps * math.log(q2)) / (1 - q2)
+    noise = (schedule.step_size * schedule.sigma) ** 2 * size * accumulated
+    return q2**steps * start**2 + noise
