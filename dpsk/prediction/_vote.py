@@ -113,12 +113,13 @@ def vote_probabilities(counts, epsilon):
     return weights / weights.sum(axis=1, keepdims=True)
 
 
-def _row_sources(X, random_state):
+def _row_sources(X, random_state, tag=_VOTE_TAG):
     """One noise source per row: fresh secure ones, or (test mode) seeded by the row.
 
     A seed derived from ``random_state`` and the row's bytes makes a seeded
     ensemble answer a row the same way whatever batch it comes in, so seeded
     answers are reproducible and invariant to the order and split of a batch.
+    ``tag`` separates the streams of different mechanisms answering one row.
     """
     if random_state is None:
         source = NoiseSource.secure()  # stateless: every draw reads the OS anew
@@ -126,7 +127,7 @@ def _row_sources(X, random_state):
     sources = []
     for row in np.ascontiguousarray(X, dtype=np.float64):
         digest = np.frombuffer(hashlib.sha256(row.tobytes()).digest(), dtype=np.uint32)
-        sources.append(NoiseSource.seeded([int(random_state), _VOTE_TAG, *map(int, digest)]))
+        sources.append(NoiseSource.seeded([int(random_state), tag, *map(int, digest)]))
     return sources
 
 
