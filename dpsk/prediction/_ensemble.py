@@ -24,7 +24,8 @@ from ..accounting._ledger import BudgetAccountant, BudgetExceededError
 from ..mechanisms._random import public_rng, validate_random_state
 from ..model_selection._search import _split_parts
 from ..pipeline._check import warn_from_calling_pipeline
-from ._vote import paper_n_teachers, private_vote, vote_counts
+from ._stability import spend_per_row
+from ._vote import noisy_vote_shares, paper_n_teachers, private_vote, vote_counts
 
 __all__ = ["DPPredictionEnsemble", "TeachersInPickleWarning"]
 
@@ -317,6 +318,42 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         counts = vote_counts(self._teachers, distinct, self.classes_)
         answers = private_vote(counts, epsilon, distinct, self.random_state)
         return self.classes_[answers[np.ravel(inverse)]]
+
+    def predict_proba(self, X):
+        """Noisy vote shares; charges ``epsilon`` per distinct row first, like ``predict``.
+
+        Each class's vote count gets independent exact discrete Laplace noise
+        of scale ``2 / epsilon`` (one replaced training row moves the count
+        vector by at most 2 in L1); the noisy counts, clipped at 0, are
+        normalised (uniform if all are 0). Each distinct row costs ``epsilon``
+        (a :class:`~dpsk.PureDPEvent`), on top of any ``predict`` of the same
+        row: the two are separate releases, and need not agree.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_queries, n_classes)
+
+        Raises
+        ------
+        ValueError, TypeError
+            For input outside the domain, before anything is spent.
+        dpsk.BudgetExceededError
+            When the ledger cannot afford the whole batch; nothing is spent.
+        """
+        check_is_fitted(self)
+        epsilon, _ = self._privacy_cost()
+        check_not_datetime(X)
+        X = finite_rows_advised(validate_data, self, X, dtype=np.float64, reset=False)
+        distinct, inverse = np.unique(X, axis=0, return_inverse=True)
+        spend_per_row(self._resolve_accountant(), epsilon, distinct.shape[0],
+                      "Estimating probabilities for")
+        counts = vote_counts(self._teachers, distinct, self.classes_)
+        shares = noisy_vote_shares(counts, epsilon, distinct, self.random_state)
+        return shares[np.ravel(inverse)]
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "_teachers")

@@ -8,23 +8,31 @@ thin shell around them. Derivations in ``docs/prediction.rst``.
 
 import hashlib
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from .._silence import silenced
 from ..mechanisms._noise import exponential_mechanism
 from ..mechanisms._random import NoiseSource
+from ._laplace import discrete_laplace
 
-__all__ = ["VOTE_SENSITIVITY", "paper_n_teachers", "vote_counts", "vote_probabilities",
-           "private_vote"]
+__all__ = ["VOTE_SENSITIVITY", "SHARE_SENSITIVITY", "paper_n_teachers", "vote_counts",
+           "vote_probabilities", "private_vote", "noisy_vote_shares"]
 
 #: How much one vote count can move when one training row is replaced: the row
 #: lies in one part, so one teacher changes, and its vote leaves one class (or
 #: abstention) for another: every count changes by at most 1.
 VOTE_SENSITIVITY = 1.0
 
+#: How much the vector of vote counts can move in L1 when one training row is
+#: replaced: one teacher's vote leaves one class and joins another (either may
+#: be abstention), so at most two counts change, by 1 each.
+SHARE_SENSITIVITY = 2
+
 # Separates the per-row noise streams of a seeded ensemble from every other stream.
 _VOTE_TAG = 0x766F7465  # "vote"
+_SHARE_TAG = 0x73686172  # "shar"
 
 
 def paper_n_teachers(epsilon, target_error, n_classes):
@@ -162,3 +170,42 @@ def private_vote(counts, epsilon, X, random_state):
     for i, source in enumerate(_row_sources(X, random_state)):
         answers[i], _ = exponential_mechanism(counts[i], epsilon, VOTE_SENSITIVITY, source)
     return answers
+
+
+def noisy_vote_shares(counts, epsilon, X, random_state):
+    """Vote shares from counts plus exact discrete Laplace noise: ``epsilon``-DP per row.
+
+    Guarantee: each row's vector of noisy counts ``c_k + Z_k`` (``Z_k``
+    independent discrete Laplace of scale ``2 / epsilon``) is
+    ``epsilon``-differentially private with respect to the replacement of one
+    training row: the counts move by at most :data:`SHARE_SENSITIVITY` in L1,
+    and each ``Z_k`` changes a probability by ``exp(epsilon |c_k - c'_k| / 2)``
+    at most, ``exp(epsilon)`` in all (the Laplace mechanism of Dwork, McSherry,
+    Nissim and Smith 2006 on the integers). The shares, ``max(c_k + Z_k, 0)``
+    normalised (uniform when every noisy count is <= 0), are post-processing.
+    The caller charges ``epsilon`` per row.
+
+    Parameters
+    ----------
+    counts : ndarray of shape (n_rows, n_classes)
+        From :func:`vote_counts`.
+    epsilon : float
+        > 0.
+    X : ndarray of shape (n_rows, n_features)
+        The query rows (their bytes seed the noise in test mode only).
+    random_state : int or None
+
+    Returns
+    -------
+    shares : ndarray of shape (n_rows, n_classes)
+        Rows sum to 1.
+    """
+    counts = np.asarray(counts)
+    scale = Fraction(SHARE_SENSITIVITY) / Fraction(float(epsilon))
+    noisy = np.empty(counts.shape, dtype=float)
+    for i, source in enumerate(_row_sources(X, random_state, tag=_SHARE_TAG)):
+        noisy[i] = [int(c) + discrete_laplace(scale, source) for c in counts[i]]
+    noisy = np.maximum(noisy, 0.0)
+    totals = noisy.sum(axis=1, keepdims=True)
+    uniform = np.full_like(noisy, 1.0 / counts.shape[1])
+    return np.where(totals > 0, noisy / np.where(totals > 0, totals, 1.0), uniform)
