@@ -260,8 +260,8 @@ class DPStabilityPredictor(PrivacyAccountingMixin, ClassifierMixin, BaseEstimato
             classes = resolve_classes(y, self.classes)
         if classes.shape[0] != 2:
             raise ValueError(
-                f"DPStabilityPredictor answers binary problems; got {classes.shape[0]} "
-                "classes. Use DPPredictionEnsemble for more."
+                "Only binary classification is supported. DPStabilityPredictor got "
+                f"{classes.shape[0]} classes; use DPPredictionEnsemble for more."
             )
         n, d = X.shape[0], X.shape[1] + int(self.fit_intercept)
         loss = LogisticLoss()
