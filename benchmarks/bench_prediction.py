@@ -78,7 +78,8 @@ def exact_stability_accuracy(model, Xte, truth, epsilon):
     Z = design_matrix(Xte, float(model.data_norm), model.fit_intercept)
     c = np.rint((Z @ model._weights) / model.grid_)
     a = np.exp(-epsilon / model._row_sensitivities(Z).astype(float))
-    p_one = np.where(c >= 1, 1.0 - a ** c / (1.0 + a), a ** (1.0 - c) / (1.0 + a))
+    tail = a ** np.where(c >= 1, c, 1.0 - c) / (1.0 + a)  # exponents >= 1: no overflow
+    p_one = np.where(c >= 1, 1.0 - tail, tail)
     return float(np.mean(np.where(truth == 1, p_one, 1.0 - p_one))), float(
         np.mean((c > 0) == (truth == 1)))
 
