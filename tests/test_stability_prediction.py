@@ -317,3 +317,17 @@ def test_ensemble_share_noise_law(monkeypatch):
     scales = {s for s, _ in draws}
     assert scales == {2.0 / 0.8}
     _assert_scale([v for _, v in draws], 2.0 / 0.8)
+
+
+def test_ensemble_predict_proba_all_or_nothing_and_free_refusal():
+    X, y = neighbour_pairs(2)[0][1]
+    accountant = BudgetAccountant(epsilon=1.0)
+    ens = DPPredictionEnsemble(LogisticRegression(), epsilon=EPSILON, n_teachers=5,
+                               classes=[0, 1], accountant=accountant).fit(X, y)
+    with pytest.raises(ValueError):
+        ens.predict_proba(np.full((2, 3), np.nan))
+    with pytest.raises(BudgetExceededError, match="Nothing was answered"):
+        ens.predict_proba(QUERIES[:3])
+    assert accountant.events == []
+    ens.predict_proba(QUERIES[:2])
+    assert accountant.events == [PureDPEvent(EPSILON)] * 2
