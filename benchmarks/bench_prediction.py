@@ -30,9 +30,8 @@ preprocessing, rows of norm <= 1):
   reported alpha is the best per epsilon on the test folds (the same oracle as
   for DPLR).
 * ``brier``: the Brier score of one draw of ``predict_proba`` per epsilon, for
-  the stability route (sigmoid of the noisy score, best alpha of the accuracy
-  table at that epsilon is not known per fold, so alpha = 10^-2.5) and for the
-  ensemble's noisy vote shares (rule's r).
+  the stability route (sigmoid of the noisy score, alpha fixed at 10^-2.5) and
+  for the ensemble's noisy vote shares (rule's r).
 
 The comparison: Q queries at per-query epsilon eps0 cost E = Q eps0 by basic
 composition. A published private model trained at E answers any number of
