@@ -175,7 +175,7 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
     n_teachers_ : int
         The number of teachers (a function of the parameters and ``n_samples``).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape ``(n_features_in_,)``
         Defined when ``X`` has string column names.
 
     Examples

@@ -188,7 +188,7 @@ class DPStabilityPredictor(PrivacyAccountingMixin, ClassifierMixin, BaseEstimato
     ----------
     classes_ : ndarray of shape (2,)
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape ``(n_features_in_,)``
         Defined when ``X`` has string column names.
     grid_ : float
         The release grid step (a function of ``n_samples``, the shape and the
