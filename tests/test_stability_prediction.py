@@ -56,11 +56,16 @@ def _mean_abs(scale):
 
 
 def _assert_scale(draws, scale, rel_power=0.9):
-    """Mean |Z| agrees with ``scale`` and rejects ``rel_power * scale`` (4 standard errors)."""
+    """Mean |Z| agrees with ``scale`` (4 standard errors), and the test has power.
+
+    Power: the expectation at ``rel_power * scale`` lies more than 8 standard
+    errors away, so noise 10% too small fails the first check with probability
+    about 1 - 3e-5 (the mean would sit 4 or more standard errors beyond it).
+    """
     draws = np.abs(np.asarray(draws, dtype=float))
     se = draws.std() / math.sqrt(draws.size)
     assert abs(draws.mean() - _mean_abs(scale)) < 4 * se, (draws.mean(), _mean_abs(scale))
-    assert abs(draws.mean() - _mean_abs(rel_power * scale)) > 4 * se
+    assert abs(_mean_abs(scale) - _mean_abs(rel_power * scale)) > 8 * se
 
 
 # -- the sampler ---------------------------------------------------------------------------
@@ -103,7 +108,7 @@ def test_released_noise_has_the_proved_scale():
     alpha, epsilon, tol = 0.05, 0.7, 1e-10
     model = DPStabilityPredictor(epsilon=epsilon, alpha=alpha, classes=[0, 1], tol=tol,
                                  accountant=BudgetAccountant()).fit(X, y)
-    queries = _unit_rows(3000, 3, 2)  # ||z|| = 1 with the intercept column
+    queries = _unit_rows(10000, 3, 2)  # ||z|| = 1 with the intercept column
     released = model.decision_function(queries)
     Z = design_matrix(queries, 1.0, True)
     exact = Z @ model._weights
@@ -312,8 +317,8 @@ def test_ensemble_share_noise_law(monkeypatch):
         return value
 
     monkeypatch.setattr(_vote, "discrete_laplace", record)
-    counts = np.tile([3, 1], (3000, 1))
-    _vote.noisy_vote_shares(counts, 0.8, np.zeros((3000, 1)), None)
+    counts = np.tile([3, 1], (5000, 1))
+    _vote.noisy_vote_shares(counts, 0.8, np.zeros((5000, 1)), None)
     scales = {s for s, _ in draws}
     assert scales == {2.0 / 0.8}
     _assert_scale([v for _, v in draws], 2.0 / 0.8)
@@ -331,3 +336,63 @@ def test_ensemble_predict_proba_all_or_nothing_and_free_refusal():
     assert accountant.events == []
     ens.predict_proba(QUERIES[:2])
     assert accountant.events == [PureDPEvent(EPSILON)] * 2
+
+
+# -- the agnostic averaging of Corollary 4.7 ---------------------------------------------------
+
+
+def _average_law(c1, r, epsilon, width=400):
+    """Exact P(answer = 1) of ``averaged_answers`` for ``c1`` votes of ``r``."""
+    z = np.arange(-width, width + 1)
+    pmf = discrete_laplace_pmf(z, 1.0 / epsilon)
+    return float(np.sum(pmf * np.clip(c1 + z, 0, r)) / r)
+
+
+def test_averaging_neighbours_within_e_epsilon():
+    epsilon, r = 0.7, 12
+    for c1 in range(r):  # one teacher's vote moves c1 by at most 1
+        p, q = _average_law(c1, r, epsilon), _average_law(c1 + 1, r, epsilon)
+        assert abs(math.log(p / q)) <= epsilon * (1 + 1e-9)
+        assert abs(math.log((1 - p) / (1 - q))) <= epsilon * (1 + 1e-9)
+
+
+def test_averaging_noise_and_rounding_law(monkeypatch):
+    from dpsk.prediction import _vote
+
+    draws = []
+    real = _vote.discrete_laplace
+
+    def record(scale, source):
+        draws.append(float(scale))
+        return real(scale, source)
+
+    monkeypatch.setattr(_vote, "discrete_laplace", record)
+    counts = np.tile([7, 3], (2000, 1))
+    answers = _vote.averaged_answers(counts, 10, 0.5, np.zeros((2000, 1)), None)
+    assert set(draws) == {2.0}  # scale 1 / epsilon: the count moves by 1
+    p = _average_law(3, 10, 0.5)
+    assert abs(answers.mean() - p) < 4 * math.sqrt(p * (1 - p) / 2000)
+    # Without noise the rounding answers 1 with probability c1 / r exactly.
+    monkeypatch.setattr(_vote, "discrete_laplace", lambda scale, source: 0)
+    answers = _vote.averaged_answers(counts, 10, 0.5, np.zeros((2000, 1)), None)
+    assert abs(answers.mean() - 0.3) < 4 * math.sqrt(0.21 / 2000)
+
+
+def test_averaging_ensemble_cost_rule_and_refusal():
+    X, y = neighbour_pairs(2)[0][1]
+    accountant = BudgetAccountant()
+    ens = DPPredictionEnsemble(LogisticRegression(), epsilon=EPSILON, n_teachers=5,
+                               classes=[0, 1], accountant=accountant,
+                               aggregation="average").fit(X, y)
+    answers = ens.predict(np.vstack([QUERIES[:4], QUERIES[:2]]))
+    assert set(answers) <= {0, 1}
+    assert accountant.events == [PureDPEvent(EPSILON)] * 4
+    from dpsk.prediction._vote import averaging_n_teachers
+
+    assert averaging_n_teachers(0.1, 0.05) == 200
+    X3, y3 = neighbour_pairs(3)[0][1]
+    accountant = BudgetAccountant()
+    with pytest.raises(ValueError, match="Only binary"):
+        DPPredictionEnsemble(LogisticRegression(), classes=[0, 1, 2], accountant=accountant,
+                             aggregation="average").fit(X3, y3)
+    assert accountant.events == []
