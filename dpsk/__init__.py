@@ -44,7 +44,7 @@ from .pipeline import (
     make_private_pipeline,
     warn_if_pipeline_leaks,
 )
-from .prediction import DPPredictionEnsemble
+from .prediction import DPPredictionEnsemble, DPStabilityPredictor
 
 # The one place the version is written: pyproject.toml reads it (tool.setuptools.dynamic).
 __version__ = "0.1.0.dev0"
@@ -78,4 +78,5 @@ __all__ = [
     "DPKernelClassifier",
     "DPGridSearch",
     "DPPredictionEnsemble",
+    "DPStabilityPredictor",
 ]

@@ -42,6 +42,10 @@ Covered here (every configuration in ``AUDITED``):
   files and printed lines, issue 24, whose full tests are in
   ``tests/test_search_secrets.py``).
 
+* answer-only estimators (``ANSWER_ONLY``: DPStabilityPredictor): fit spends
+  nothing, exposes no model, and its public attributes are the same on
+  neighbours; the pickle warns and holds no noise generator.
+
 To audit a new estimator, add one ``Config`` line to ``AUDITED``.
 """
 
@@ -893,3 +897,36 @@ def test_private_bounds_pipeline_saved_holds_no_noise_generator(random_state):
     assert _forbidden_globals(pickle_globals(data)) == set()
     for obj in reachable_objects(pickle.loads(data)) + _params_objects(model):
         assert not isinstance(obj, _FORBIDDEN_TYPES), type(obj)
+
+
+# -- answer-only estimators ---------------------------------------------------------------
+#
+# DPStabilityPredictor and DPPredictionEnsemble release answers, not a model:
+# ``fit`` spends nothing and keeps its model in one private attribute. Their
+# answer audits (laws on neighbours, spends per row, refusals) are in
+# tests/test_prediction_audit.py and tests/test_stability_prediction.py; this
+# entry holds them to the fitted-model part of the rule above.
+
+ANSWER_ONLY = {
+    "stability": (lambda acc: dpsk.DPStabilityPredictor(alpha=0.1, classes=[0, 1],
+                                                        accountant=acc), "_weights"),
+    "stability-nointercept": (lambda acc: dpsk.DPStabilityPredictor(
+        alpha=0.1, classes=[0, 1], fit_intercept=False, accountant=acc), "_weights"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ANSWER_ONLY))
+def test_answer_only_fit_looks_the_same_on_neighbours(name):
+    factory, secret = ANSWER_ONLY[name]
+    for pair_name, (X_d, y_d), (X_dp, y_dp) in neighbour_pairs(2):
+        records = [_fit_record(factory, X, y) for X, y in ((X_d, y_d), (X_dp, y_dp))]
+        for record in records:
+            assert record.exception is None, (pair_name, record.exception)
+            assert record.spends == []  # fit releases nothing
+            assert record.warnings == []
+            assert not hasattr(record.model, "coef_")
+            record.description.pop(secret)
+        assert records[0].description == records[1].description, pair_name
+        with pytest.warns(UserWarning, match="Pickling a fitted"):
+            data = pickle.dumps(records[0].model)
+        assert _forbidden_globals(pickle_globals(data)) == set()

@@ -6,6 +6,7 @@ from dpsk import (
     DPHuberSVM,
     DPLogisticRegression,
     DPRobustLogisticRegression,
+    DPStabilityPredictor,
     DPTiltedLogisticRegression,
 )
 
@@ -23,9 +24,21 @@ ESTIMATORS = [
     DPLogisticRegression(multi_class="multinomial"),
     DPLogisticRegression(multi_class="multinomial", delta=1e-5, perturbation="output"),
     DPLogisticRegression(multi_class="ovr", delta=1e-5, perturbation="gradient"),
+    DPStabilityPredictor(),
+    DPStabilityPredictor(fit_intercept=False, alpha=0.1),
 ]
 
 
-@parametrize_with_checks(ESTIMATORS)
+
+def _expected_failures(estimator):
+    if isinstance(estimator, DPStabilityPredictor):
+        # Every call answers with fresh noise (and is charged): decision_function
+        # and predict_proba are two releases, so their orders need not agree.
+        return {"check_decision_proba_consistency":
+                "two separately charged noisy releases of the same rows"}
+    return {}
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)

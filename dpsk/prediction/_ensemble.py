@@ -6,7 +6,7 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data._validation import (
@@ -24,7 +24,15 @@ from ..accounting._ledger import BudgetAccountant, BudgetExceededError
 from ..mechanisms._random import public_rng, validate_random_state
 from ..model_selection._search import _split_parts
 from ..pipeline._check import warn_from_calling_pipeline
-from ._vote import paper_n_teachers, private_vote, vote_counts
+from ._stability import spend_per_row
+from ._vote import (
+    averaged_answers,
+    averaging_n_teachers,
+    noisy_vote_shares,
+    paper_n_teachers,
+    private_vote,
+    vote_counts,
+)
 
 __all__ = ["DPPredictionEnsemble", "TeachersInPickleWarning"]
 
@@ -167,6 +175,15 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         the operating system's secure generator. An int makes the split and
         the answers reproducible (each row's answer is then a function of the
         seed and the row): for tests and documentation only, not private.
+    aggregation : {"vote", "average"}, default="vote"
+        "vote": the exponential mechanism on the vote counts (Theorem 4.1).
+        "average": the agnostic averaging of Corollary 4.7, two classes only:
+        the votes for ``classes[1]`` plus discrete Laplace noise of scale
+        ``1 / epsilon``, clipped to ``[0, r]``, divided by ``r``, and the answer
+        drawn with that probability (``epsilon``-DP per row, charged as a
+        :class:`~dpsk.PureDPEvent`; see :func:`dpsk.prediction._vote.averaged_answers`).
+        Its default ``r`` is ``ceil(1 / (target_error epsilon))``, capped like
+        the vote's.
 
     Attributes
     ----------
@@ -203,11 +220,12 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         "accountant": [BudgetAccountant, None],
         "n_jobs": [Integral, None],
         "random_state": [Interval(Integral, 0, None, closed="left"), None],
+        "aggregation": [StrOptions({"vote", "average"})],
     }
 
     def __init__(self, estimator, *, epsilon=1.0, n_teachers=None, target_error=0.05,
                  min_samples_per_teacher=100, classes=None, accountant=None, n_jobs=None,
-                 random_state=None):
+                 random_state=None, aggregation="vote"):
         self.estimator = estimator
         self.epsilon = epsilon
         self.n_teachers = n_teachers
@@ -217,6 +235,7 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         self.accountant = accountant
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.aggregation = aggregation
 
     def _resolve_n_teachers(self, n_samples, n_classes):
         """``r`` from the parameters and ``n_samples`` (public); warns when capped."""
@@ -224,7 +243,10 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
             wanted, cap = self.n_teachers, n_samples
             why = f"there are only {n_samples} rows"
         else:
-            wanted = paper_n_teachers(self.epsilon, self.target_error, n_classes)
+            if self.aggregation == "average":
+                wanted = averaging_n_teachers(self.epsilon, self.target_error)
+            else:
+                wanted = paper_n_teachers(self.epsilon, self.target_error, n_classes)
             cap = max(1, n_samples // self.min_samples_per_teacher)
             why = (f"{n_samples} rows allow {cap} parts of at least "
                    f"min_samples_per_teacher={self.min_samples_per_teacher}")
@@ -271,6 +293,11 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
             check_not_datetime(X)
             X, y = values_withheld(validate_data, self, X, y, dtype=np.float64)
             classes = resolve_classes(y, self.classes)
+        if self.aggregation == "average" and classes.shape[0] != 2:
+            raise ValueError(
+                "Only binary classification is supported with aggregation='average' "
+                f"(Corollary 4.7); got {classes.shape[0]} classes. Use aggregation='vote'."
+            )
         n_teachers = self._resolve_n_teachers(y.shape[0], classes.shape[0])
         # Public randomness, its own generator: the parts never depend on the data.
         parts = _split_parts(y.shape[0], n_teachers, public_rng(self.random_state))
@@ -313,10 +340,52 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         X = finite_rows_advised(validate_data, self, X, dtype=np.float64, reset=False)
         # The distinct rows and their order are functions of the query, not the data.
         distinct, inverse = np.unique(X, axis=0, return_inverse=True)
+        if self.aggregation == "average":
+            spend_per_row(self._resolve_accountant(), epsilon, distinct.shape[0])
+            counts = vote_counts(self._teachers, distinct, self.classes_)
+            answers = averaged_answers(counts, self.n_teachers_, epsilon, distinct,
+                                       self.random_state)
+            return self.classes_[answers[np.ravel(inverse)]]
         _spend_all_or_nothing(self._resolve_accountant(), epsilon, distinct.shape[0])
         counts = vote_counts(self._teachers, distinct, self.classes_)
         answers = private_vote(counts, epsilon, distinct, self.random_state)
         return self.classes_[answers[np.ravel(inverse)]]
+
+    def predict_proba(self, X):
+        """Noisy vote shares; charges ``epsilon`` per distinct row first, like ``predict``.
+
+        Each class's vote count gets independent exact discrete Laplace noise
+        of scale ``2 / epsilon`` (one replaced training row moves the count
+        vector by at most 2 in L1); the noisy counts, clipped at 0, are
+        normalised (uniform if all are 0). Each distinct row costs ``epsilon``
+        (a :class:`~dpsk.PureDPEvent`), on top of any ``predict`` of the same
+        row: the two are separate releases, and need not agree.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_queries, n_classes)
+
+        Raises
+        ------
+        ValueError, TypeError
+            For input outside the domain, before anything is spent.
+        dpsk.BudgetExceededError
+            When the ledger cannot afford the whole batch; nothing is spent.
+        """
+        check_is_fitted(self)
+        epsilon, _ = self._privacy_cost()
+        check_not_datetime(X)
+        X = finite_rows_advised(validate_data, self, X, dtype=np.float64, reset=False)
+        distinct, inverse = np.unique(X, axis=0, return_inverse=True)
+        spend_per_row(self._resolve_accountant(), epsilon, distinct.shape[0],
+                      "Estimating probabilities for")
+        counts = vote_counts(self._teachers, distinct, self.classes_)
+        shares = noisy_vote_shares(counts, epsilon, distinct, self.random_state)
+        return shares[np.ravel(inverse)]
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "_teachers")
