@@ -24,7 +24,11 @@ only through :meth:`dpsk.mechanisms._random.NoiseSource.randbits`, in blocks
 held by a :class:`BitStream` that lives for one draw and is then dropped.
 """
 
-__all__ = ["BitStream", "URand", "less", "exact_normal", "exact_exponential", "CHUNK"]
+import numpy as np
+
+__all__ = ["BitStream", "URand", "less", "exact_normal", "exact_exponential", "CHUNK",
+           "WordStream", "normal_trial", "exponential_trial", "normal_trials",
+           "exponential_trials", "NORMAL_WORDS", "EXPONENTIAL_WORDS"]
 
 #: Digits drawn at a time when a comparison needs more: two fresh u-rands agree
 #: on a chunk with probability 2^-32, so one chunk almost always decides.
@@ -49,6 +53,11 @@ class BitStream:
         self._rng = rng
         self._buffer = 0
         self._count = 0
+
+    @property
+    def source(self):
+        """The :class:`~dpsk.mechanisms._random.NoiseSource` the bits come from."""
+        return self._rng
 
     def take(self, k):
         """A uniform integer in ``[0, 2^k)``."""
@@ -150,24 +159,48 @@ def _bernoulli_exp_half(bits):
     return _decreasing_run_is_even(None, bits)
 
 
+def _below_q(k, x, bits):
+    """True with probability ``q = (2k + x) / (2k + 2)``: a fresh uniform ``v`` has
+    ``(2k + 2) v < 2k + x``.
+
+    With ``n`` digits of ``v`` and ``x``, ``2^n (2k + 2) v`` lies in ``[(2k + 2) p_v,
+    (2k + 2)(p_v + 1))`` and ``2^n (2k + x)`` in ``[2^n 2k + p_x, 2^n 2k + p_x + 1)``;
+    disjoint intervals decide the comparison, otherwise both draw ``CHUNK`` more
+    digits. Only the comparison is read from the digits, so ``x`` stays a u-rand.
+    """
+    m = 2 * k + 2
+    v = URand()
+    n = max(x.n, CHUNK)
+    while True:
+        v.extend(n, bits)
+        x.extend(n, bits)
+        low = v.p * m
+        offset = (2 * k << n) + x.p
+        if low + m <= offset:
+            return True
+        if low >= offset + 1:
+            return False
+        n += CHUNK
+
+
 def _bernoulli_b(k, x, bits):
     """True with probability ``exp(-x (2k + x) / (2k + 2))`` (Karney's Algorithm B).
 
     The run of :func:`_decreasing_run_is_even` from ``x`` with, at each step,
-    an independent event of probability ``q = (2k + x) / (2k + 2)``: a uniform
-    ``v`` written as ``(f + r) / (2k + 2)`` with ``f`` uniform in ``[0, 2k +
-    2)`` and ``r`` a fresh u-rand, and ``v < q`` exactly when ``f < 2k`` or
-    ``f = 2k`` and ``r < x``.
+    an independent event of probability ``q = (2k + x) / (2k + 2)``
+    (:func:`_below_q`; Karney draws ``v`` as ``(f + r) / (2k + 2)``, here ``v`` is
+    a u-rand compared with ``q`` directly, the same event). Every read is a
+    whole 32-bit word: step ``s`` reads ``z_s`` and, when ``z_s`` is below the
+    previous element, ``v_s``.
     """
-    m = 2 * k + 2
-
-    def below_q():
-        f = bits.below(m)
-        if f < 2 * k:
-            return True
-        return f == 2 * k and less(URand(), x, bits)
-
-    return _decreasing_run_is_even(x, bits, below_q)
+    length = 0
+    previous = x
+    while True:
+        z = URand(bits.take(CHUNK), CHUNK)
+        if not less(z, previous, bits) or not _below_q(k, x, bits):
+            return length % 2 == 0
+        previous = z
+        length += 1
 
 
 def exact_normal(bits):
@@ -193,14 +226,29 @@ def exact_normal(bits):
         The fraction; its undrawn digits are fresh uniform bits.
     """
     while True:
-        k = 0
-        while _bernoulli_exp_half(bits):
-            k += 1
-        if not all(_bernoulli_exp_half(bits) for _ in range(k * (k - 1))):
-            continue
-        x = URand()
-        if all(_bernoulli_b(k, x, bits) for _ in range(k + 1)):
-            return bool(bits.take(1)), k, x
+        out = normal_trial(bits)
+        if out is not None:
+            return out
+
+
+def normal_trial(bits):
+    """One trial of Algorithm N: ``(negative, k, x)``, or None when it rejects.
+
+    Steps 1-4 of :func:`exact_normal` once; ``x`` takes its first word when
+    drawn and the sign is the lowest digit of one word, so every read is a whole
+    32-bit word (what lets :func:`normal_trials` read words by index).
+    """
+    k = 0
+    while _bernoulli_exp_half(bits):
+        k += 1
+    for _ in range(k * (k - 1)):
+        if not _bernoulli_exp_half(bits):
+            return None
+    x = URand(bits.take(CHUNK), CHUNK)
+    for _ in range(k + 1):
+        if not _bernoulli_b(k, x, bits):
+            return None
+    return bool(bits.take(CHUNK) & 1), k, x
 
 
 def exact_exponential(bits):
@@ -219,7 +267,220 @@ def exact_exponential(bits):
     """
     k = 0
     while True:
-        x = URand()
-        if _decreasing_run_is_even(x, bits):
+        x = exponential_trial(bits)
+        if x is not None:
             return k, x
         k += 1
+
+
+def exponential_trial(bits):
+    """One trial of von Neumann's method: the u-rand ``x`` if accepted, else None."""
+    x = URand(bits.take(CHUNK), CHUNK)
+    return x if _decreasing_run_is_even(x, bits) else None
+
+
+# -- many trials at once --------------------------------------------------------------------
+#
+# Trials are independent: each reads its own row of recorded 32-bit words, continued
+# (when a row runs out) by a shared ``spill`` BitStream. :func:`normal_trials` and
+# :func:`exponential_trials` compute with numpy exactly what :func:`normal_trial`
+# and :func:`exponential_trial` compute on ``WordStream(row, spill)``: they read a
+# row's words at the indices the scalar code would read them, and hand a row to the
+# scalar code, from its first word, whenever deciding it would need more than
+# comparing distinct words inside the row (a tie of two words, a run or a trial
+# longer than the row or than the vectorised steps). Only those rows can read the
+# spill, and they are done in row order, so both read the same spill words.
+
+#: Words recorded per trial (a trial of Algorithm N reads about 10 on average).
+NORMAL_WORDS = 40
+EXPONENTIAL_WORDS = 8
+#: Coins (of Algorithm H or B) a row may use before it is handed to the scalar code.
+_MAX_COINS = 30
+_H_WINDOW = 5          # words of one coin of Algorithm H examined at once
+_B_STEPS = 5           # steps of one coin of Algorithm B examined at once
+_HALF = 1 << (CHUNK - 1)
+#: Below this many live rows, one more numpy step costs more than the scalar code.
+_SCALAR_ROWS = 6
+
+
+class WordStream:
+    """The randomness of one trial: its recorded words, then words of ``spill``.
+
+    Every read of the trial code is a whole number of 32-bit words; as in
+    :class:`BitStream`, the first word read is the least significant.
+    """
+
+    __slots__ = ("_words", "_next", "_spill")
+
+    def __init__(self, words, spill):
+        self._words = words
+        self._next = 0
+        self._spill = spill
+
+    def take(self, k):
+        """A uniform integer in ``[0, 2^k)``, ``k`` a multiple of 32."""
+        if k % CHUNK:
+            raise ValueError("A WordStream reads whole 32-bit words.")
+        value = 0
+        for shift in range(0, k, CHUNK):
+            if self._next < len(self._words):
+                word = int(self._words[self._next])
+                self._next += 1
+            else:
+                word = self._spill.take(CHUNK)
+            value |= word << shift
+        return value
+
+
+def _first_stop(go_on):
+    """Per row of the last axis: index of the first False, and whether there is one."""
+    stop = ~go_on
+    return np.argmax(stop, axis=-1), stop.any(axis=-1)
+
+
+def _run(below, tie):
+    """Stop index and decidability of decreasing runs laid out along the last axis.
+
+    ``below[..., i]``: step ``i`` continues the run; ``tie[..., i]``: its
+    comparison would need more digits. The run stops at the first step that does
+    not continue; it is decided when it stops inside the window and no
+    comparison up to the stop tied.
+    """
+    stop, has = _first_stop(below)
+    used = np.arange(below.shape[-1]) <= stop[..., None]
+    return stop, has & ~np.any(tie & used, axis=-1)
+
+
+def _h_coins(win):
+    """Algorithm H on windows of words: (success, words read, decided)."""
+    below = np.concatenate([win[:, :1] < _HALF, win[:, 1:] < win[:, :-1]], axis=1)
+    tie = np.concatenate([np.zeros_like(below[:, :1]), win[:, 1:] == win[:, :-1]], axis=1)
+    stop, decided = _run(below, tie)
+    return stop % 2 == 0, stop + 1, decided
+
+
+def _b_coins(win, k, x):
+    """Algorithm B from ``x`` on windows: (success, words read, decided).
+
+    Step ``s`` of a run that got there read ``2 s`` words: ``z_s`` is word ``2 s``
+    and ``v_s`` word ``2 s + 1`` (read only when ``z_s`` is below).
+    """
+    z, v = win[:, 0::2], win[:, 1::2]
+    previous = np.concatenate([x[:, None], z[:, :-1]], axis=1)
+    m = (2 * k + 2)[:, None]
+    low = v * m
+    offset = ((2 * k) << CHUNK)[:, None] + x[:, None]
+    q_true, q_false = low + m <= offset, low >= offset + 1
+    z_below = z < previous
+    stop, decided = _run(z_below & q_true, (z == previous) | (z_below & ~q_true & ~q_false))
+    read = 2 * stop + 1 + np.take_along_axis(z_below, stop[:, None], axis=1)[:, 0]
+    return stop % 2 == 0, read, decided
+
+
+def normal_trials(words, spill):
+    """:func:`normal_trial` on ``WordStream(row, spill)`` for every row of ``words``.
+
+    Parameters
+    ----------
+    words : ndarray of uint32, shape (T, NORMAL_WORDS)
+    spill : BitStream
+
+    Returns
+    -------
+    accepted : ndarray of bool, shape (T,)
+    negative, k, x : ndarrays
+        For accepted rows decided here: the sign, integer part and the first
+        word of the fraction (the fraction has 32 digits).
+    scalar : dict
+        ``t -> (negative, k, x)`` for accepted rows the scalar code decided.
+    """
+    n_rows, width = words.shape
+    window = 1 + 2 * _B_STEPS + 1
+    padded = np.zeros((n_rows, width + window), dtype=np.int64)
+    padded[:, :width] = words
+    accepted = np.zeros(n_rows, dtype=bool)
+    to_scalar = np.zeros(n_rows, dtype=bool)
+    out_negative = np.zeros(n_rows, dtype=bool)
+    out_k = np.zeros(n_rows, dtype=np.int64)
+    out_x = np.zeros(n_rows, dtype=np.int64)
+    # Per live row: next word, stage (0: step 1, 1: step 2, 2: step 3), k, coins of
+    # the stage still to pass, the word of x.
+    rows = np.arange(n_rows)
+    pos = np.zeros(n_rows, dtype=np.int64)
+    stage = np.zeros(n_rows, dtype=np.int64)
+    k = np.zeros(n_rows, dtype=np.int64)
+    left = np.zeros(n_rows, dtype=np.int64)
+    x = np.zeros(n_rows, dtype=np.int64)
+    h_offsets, b_offsets = np.arange(_H_WINDOW), np.arange(window)
+    for _ in range(_MAX_COINS):
+        if rows.size <= _SCALAR_ROWS:
+            break
+        in_b = stage == 2
+        ok = np.zeros(rows.size, dtype=bool)
+        read = np.zeros(rows.size, dtype=np.int64)
+        decided = np.zeros(rows.size, dtype=bool)
+        sign = np.zeros(rows.size, dtype=np.int64)
+        h = np.flatnonzero(~in_b)
+        if h.size:
+            win = padded[rows[h, None], pos[h, None] + h_offsets]
+            ok[h], read[h], decided[h] = _h_coins(win)
+        b = np.flatnonzero(in_b)
+        if b.size:
+            win = padded[rows[b, None], pos[b, None] + b_offsets]
+            # A row entering step 3 first reads x, then the coin.
+            first = left[b] == k[b] + 1
+            x[b] = np.where(first, win[:, 0], x[b])
+            shifted = np.where(first[:, None], win[:, 1:], win[:, :-1])
+            b_ok, b_read, decided[b] = _b_coins(shifted[:, :2 * _B_STEPS], k[b], x[b])
+            ok[b], read[b] = b_ok, b_read + first
+            sign[b] = np.take_along_axis(win, read[b][:, None], axis=1)[:, 0]
+        # The last coin of step 3 is followed by the sign word.
+        done = in_b & ok & (left == 1)
+        read_all = read + done
+        decided &= pos + read_all <= width
+        reject = decided & ~ok & (stage > 0)
+        # Transitions.
+        k = np.where(decided & (stage == 0) & ok, k + 1, k)
+        enter_2 = decided & (stage == 0) & ~ok
+        left = np.where(enter_2, k * (k - 1), np.where(decided & ok, left - 1, left))
+        stage = np.where(enter_2, 1, stage)
+        enter_3 = decided & (stage == 1) & (left == 0)
+        stage = np.where(enter_3, 2, stage)
+        left = np.where(enter_3, k + 1, left)
+        pos = pos + read_all
+        finished = done & decided
+        accepted[rows[finished]] = True
+        out_negative[rows[finished]] = (sign[finished] & 1).astype(bool)
+        out_k[rows[finished]] = k[finished]
+        out_x[rows[finished]] = x[finished]
+        to_scalar[rows[~decided]] = True
+        keep = decided & ~reject & ~finished
+        rows, pos, stage, k, left, x = (a[keep] for a in (rows, pos, stage, k, left, x))
+    to_scalar[rows] = True
+    scalar = {}
+    for t in np.flatnonzero(to_scalar):
+        out = normal_trial(WordStream(words[t], spill))
+        accepted[t] = out is not None
+        if out is not None:
+            scalar[int(t)] = out
+    return accepted, out_negative, out_k, out_x, scalar
+
+
+def exponential_trials(words, spill):
+    """:func:`exponential_trial` on ``WordStream(row, spill)`` for every row of ``words``.
+
+    Returns ``accepted`` (bool per row) and ``x`` (the fraction's first word,
+    for rows decided here) and ``t -> x`` (a :class:`URand`) for accepted rows
+    the scalar code decided.
+    """
+    w = words.astype(np.int64)
+    z, previous = w[:, 1:], w[:, :-1]
+    stop, decided = _run(z < previous, z == previous)
+    accepted = decided & (stop % 2 == 0)
+    scalar = {}
+    for t in np.flatnonzero(~decided):
+        out = exponential_trial(WordStream(words[t], spill))
+        accepted[t] = out is not None
+        if out is not None:
+            scalar[int(t)] = out
+    return accepted, w[:, 0], scalar

@@ -25,7 +25,15 @@ import math
 
 import numpy as np
 
-from ._exact import BitStream, exact_exponential, exact_normal
+from ._exact import (
+    CHUNK,
+    EXPONENTIAL_WORDS,
+    NORMAL_WORDS,
+    BitStream,
+    URand,
+    exponential_trials,
+    normal_trials,
+)
 from ._random import NoiseSource
 
 __all__ = ["ExactNoise", "gaussian_noise", "gamma_norm_noise", "add_on_grid",
@@ -55,12 +63,17 @@ class ExactNoise(np.ndarray):
 
 
 class _GaussianDraw:
-    """``sigma * N(0, I_d)``: coordinate ``j`` is ``sign_j sigma (k_j + x_j)``."""
+    """``sigma * N(0, I_d)``: coordinate ``j`` is ``sign_j sigma (k_j + x_j)``.
+
+    ``normals`` holds the exact draw; ``fast``, when present, holds its first 64
+    fraction digits as arrays (``negative``, ``k``, ``top``), an enclosure of
+    every coordinate that stays valid however far ``normals`` is refined.
+    """
 
     def __init__(self, d, sigma, bits):
         self.bits = bits
         self.sigma = _ratio(sigma)
-        self.normals = [exact_normal(bits) for _ in range(d)]
+        self.normals, self.fast = _normals(d, bits)
         self.precision = 0
         self.refine(FIRST_PRECISION)
 
@@ -91,8 +104,8 @@ class _GammaNormDraw:
     def __init__(self, d, beta, bits):
         self.bits = bits
         self.beta = _ratio(beta)
-        self.normals = [exact_normal(bits) for _ in range(d)]
-        self.exponentials = [exact_exponential(bits) for _ in range(d)]
+        self.normals, _ = _normals(d, bits)
+        self.exponentials = _exponentials(d, bits)
         self.precision = 0
         self.refine(FIRST_PRECISION)
 
@@ -130,6 +143,62 @@ class _GammaNormDraw:
         den = den_lo * den_hi
         return [(negative, r_lo * v * bd * den_hi, r_hi * (v + 1) * bd * den_lo, den)
                 for (negative, _, _), v in zip(self.normals, a)]
+
+
+def _normals(d, bits):
+    """``d`` exact standard normals from independent trials of Algorithm N.
+
+    Trials run in batches (:func:`~dpsk.mechanisms._exact.normal_trials`), each on
+    its own row of fresh words, rows that need more continuing with ``bits``;
+    the first ``d`` accepted trials, in row order, are the draw. Each fraction is
+    then given 64 digits (one fresh word appended to a 32-digit fraction).
+
+    Returns the list ``(negative, k, x)`` and the arrays ``(negative, k, top)``,
+    ``top`` the first 64 fraction digits.
+    """
+    rng = bits.source
+    out = []
+    while len(out) < d:
+        need = d - len(out)
+        words = rng.words((9 * need // 4 + 16) * NORMAL_WORDS).reshape(-1, NORMAL_WORDS)
+        accepted, negative, k, x, scalar = normal_trials(words, bits)
+        for t in np.flatnonzero(accepted)[:need].tolist():
+            out.append(scalar[t] if t in scalar
+                       else (bool(negative[t]), int(k[t]), URand(int(x[t]), CHUNK)))
+    extra = rng.words(d).tolist()
+    for (_, _, x), word in zip(out, extra):
+        if x.n == CHUNK:
+            x.p, x.n = (x.p << CHUNK) | word, 2 * CHUNK
+    top = np.array([x.p >> (x.n - 2 * CHUNK) for _, _, x in out], dtype=np.uint64)
+    fast = (np.array([neg for neg, _, _ in out], dtype=bool),
+            np.array([k for _, k, _ in out], dtype=np.int64), top)
+    return out, fast
+
+
+def _exponentials(d, bits):
+    """``d`` exact Exponential(1) deviates ``(k, x)`` by von Neumann's method.
+
+    One sequence of independent trials (:func:`~dpsk.mechanisms._exact.
+    exponential_trials`, in batches): ``k`` counts the rejected trials since the
+    previous accepted one, exactly as :func:`~dpsk.mechanisms._exact.
+    exact_exponential` counts them.
+    """
+    rng = bits.source
+    out = []
+    rejected = 0
+    while len(out) < d:
+        need = d - len(out)
+        words = rng.words((7 * need // 4 + 16) * EXPONENTIAL_WORDS).reshape(-1, EXPONENTIAL_WORDS)
+        accepted, x, scalar = exponential_trials(words, bits)
+        for t, ok in enumerate(accepted.tolist()):
+            if not ok:
+                rejected += 1
+                continue
+            out.append((rejected, scalar[t] if t in scalar else URand(int(x[t]), CHUNK)))
+            rejected = 0
+            if len(out) == d:
+                break
+    return out
 
 
 def _ratio(value):
@@ -247,6 +316,36 @@ def _cells_of_draw(point, draw, grid):
     return _decide(draw, cell)
 
 
+def _gaussian_cells_fast(point, fast, sigma, grid):
+    """Grid cells of ``point + b`` in float64 where a proven error bound decides them.
+
+    ``b_j = +-sigma (k_j + x_j)`` with ``x_j`` in ``[top_j, top_j + 1) / 2^64``.
+    ``docs/privacy.rst`` ("Exact noise") derives the bound: the computed
+    ``t = fl(point + fl(sigma fl(k + x~))) / grid``, with ``x~`` the first 53
+    digits of ``top``, is within ``E = (sigma (k + 1) 2^-51 + 2^-53 (|point| +
+    |b~|)) / grid + 2^-1074`` of the exact ``(point + b) / grid``, and the
+    computed fraction ``t - floor(t)`` within ``2^-53`` of the exact one. Where
+    that fraction is farther than (twice) these bounds from 1/2, the cell is
+    ``floor(t)`` or ``floor(t) + 1`` for every real of the enclosure.
+
+    Returns the cells (int64) and the mask of coordinates decided.
+    """
+    negative, k, top = fast
+    kf = k.astype(np.float64)
+    x = (top >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    magnitude = sigma * (kf + x)
+    t = (point + np.where(negative, -magnitude, magnitude)) / grid
+    bound = ((sigma * (kf + 1.0) * 2.0**-50 + 2.0**-52 * (np.abs(point) + magnitude)) / grid
+             + 2.0**-1073 + 2.0**-51)
+    with np.errstate(invalid="ignore"):
+        floor = np.floor(t)
+        fraction = t - floor
+        decided = (np.isfinite(t) & (np.abs(t) < 2.0**52) & (bound < 0.25)
+                   & (np.abs(fraction - 0.5) > bound) & (k < 2**52))
+    cells = np.where(decided, floor + (fraction > 0.5), 0.0).astype(np.int64)
+    return cells, decided
+
+
 def add_on_grid(point, noise, grid):
     """Release ``grid * round((point + noise) / grid)``, the sum taken exactly.
 
@@ -287,7 +386,16 @@ def add_on_grid(point, noise, grid):
     limit = _GRID_INT_LIMIT * grid
     point = np.clip(np.asarray(point, dtype=float).ravel(), -limit, limit)
     draw = getattr(noise, "_draw", None)
-    if draw is not None:
+    fast = getattr(draw, "fast", None)
+    decided = None
+    if fast is not None:
+        # Float64 with a proven error bound, the exact enclosure only where it
+        # cannot decide (both give the cell of the same exact sum).
+        sigma = draw.sigma[0] / draw.sigma[1]  # exact: the float sigma itself
+        cells, decided = _gaussian_cells_fast(point, fast, sigma, grid)
+    if decided is not None and decided.all():
+        cells = cells.tolist()
+    elif draw is not None:
         cells = _cells_of_draw(point, draw, grid)
     else:
         values = np.asarray(noise, dtype=float).ravel()
