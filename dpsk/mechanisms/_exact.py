@@ -296,11 +296,11 @@ NORMAL_WORDS = 40
 EXPONENTIAL_WORDS = 8
 #: Coins (of Algorithm H or B) a row may use before it is handed to the scalar code.
 _MAX_COINS = 30
-_H_WINDOW = 5          # words of one coin of Algorithm H examined at once
+_H_WINDOW = 16         # words of Algorithm H coins examined at once
 _B_STEPS = 5           # steps of one coin of Algorithm B examined at once
 _HALF = 1 << (CHUNK - 1)
 #: Below this many live rows, one more numpy step costs more than the scalar code.
-_SCALAR_ROWS = 6
+_SCALAR_ROWS = 16
 
 
 class WordStream:
@@ -359,6 +359,99 @@ def _h_coins(win):
     return stop % 2 == 0, stop + 1, decided
 
 
+def _h_table(win):
+    """Algorithm H started at every word of the windows: (success, words read, clean).
+
+    A run from 1/2 starting at word ``i`` stops at ``i`` when that word is not
+    below 1/2, otherwise at the first ``j > i`` whose word is not below word
+    ``j - 1``; it is clean when no comparison up to the stop tied, and read is
+    ``stop - i + 1`` (larger than the window when it does not stop inside).
+    """
+    n_rows, width = win.shape
+    idx = np.arange(width)
+    not_below = np.zeros(win.shape, dtype=bool)
+    not_below[:, 1:] = win[:, 1:] >= win[:, :-1]
+    tie = np.zeros(win.shape, dtype=np.int64)
+    tie[:, 1:] = win[:, 1:] == win[:, :-1]
+    first = np.minimum.accumulate(np.where(not_below, idx, width)[:, ::-1], axis=1)[:, ::-1]
+    after = np.concatenate([first[:, 1:], np.full((n_rows, 1), width)], axis=1)
+    stop = np.where(win >= _HALF, idx, after)
+    ties = np.cumsum(tie, axis=1)
+    ties_to_stop = np.take_along_axis(ties, np.minimum(stop, width - 1), axis=1) - ties
+    return (stop - idx) % 2 == 0, stop - idx + 1, ties_to_stop == 0
+
+
+def _first_not(good, after):
+    """Per row: the first index ``> after`` where ``good`` is False (its width if none)."""
+    idx = np.arange(good.shape[1])
+    return np.where(~good & (idx > after[:, None]), idx, good.shape[1]).min(axis=1)
+
+
+def _h_steps(win, h, pos, stage, k, left, width, decided, reject):
+    """Steps 1 and 2 (a sequence of H coins) for rows ``h`` as far as their windows go.
+
+    The coins follow each other along the window (:func:`_h_table` gives the
+    coin starting at every word); the sequence of coins is walked once, then
+    step 1 ends at the first failed coin and step 2 needs the next ``k (k -
+    1)`` to succeed. A row whose window ends first keeps its state for the
+    next pass; a row whose deciding coins include a tie goes to the scalar code.
+    Updates the per-row arrays in place.
+    """
+    n_rows, n_words = win.shape
+    coin_t, read_t, clean_t = (a.ravel() for a in _h_table(win))
+    base = np.arange(n_rows) * n_words
+    at = np.zeros(n_rows, dtype=np.int64)
+    # Coin i of each row's sequence: value, whether inside the window, clean, end.
+    coins = np.zeros((n_rows, n_words + 1), dtype=bool)
+    inside = np.zeros((n_rows, n_words + 1), dtype=bool)
+    clean = np.zeros((n_rows, n_words + 1), dtype=bool)
+    end = np.zeros((n_rows, n_words + 2), dtype=np.int64)  # end[:, i + 1]: after coin i
+    limit = np.minimum(n_words, width - pos[h])  # words of the row left in the window
+    for i in range(n_words):
+        flat = base + np.minimum(at, n_words - 1)
+        r = read_t[flat]
+        ok = at + r <= limit
+        coins[:, i], inside[:, i], clean[:, i] = coin_t[flat], ok, clean_t[flat]
+        at = np.where(ok, at + r, n_words + 1)
+        end[:, i + 1] = at
+        if not ok.any():
+            break
+    good = inside & coins & clean
+    rows = np.arange(n_rows)
+    st, kk, ll = stage[h], k[h], left[h]
+    # Step 1, for rows still in it: k grows by the successes before the first
+    # failure f.
+    f = np.where(st == 0, _first_not(good, np.full(n_rows, -1)), -1)
+    f_c = np.maximum(f, 0)
+    at_f_bad = inside[rows, f_c] & clean[rows, f_c] & ~coins[rows, f_c]
+    in_1 = st == 0
+    step1_ends = in_1 & at_f_bad
+    kk = np.where(in_1, kk + np.maximum(f, 0), kk)
+    ll = np.where(step1_ends, kk * (kk - 1), ll)
+    # Step 2, for rows that entered it now (from f) or earlier (from -1).
+    in_2 = step1_ends | (st == 1)
+    g = _first_not(good, f)
+    passed = in_2 & (g - f - 1 >= ll)
+    g_c = np.minimum(g, n_words)
+    at_g_bad = inside[rows, g_c] & clean[rows, g_c] & ~coins[rows, g_c]
+    failed = in_2 & ~passed & at_g_bad
+    # Where each row stops reading, and what it is left doing.
+    last = np.where(passed, f + ll, np.where(in_2, g - 1, f - 1))
+    last = np.where(failed, g, last)
+    unclear_1 = in_1 & ~step1_ends & inside[rows, f_c] & ~clean[rows, f_c]
+    unclear_2 = in_2 & ~passed & ~failed & inside[rows, g_c] & ~clean[rows, g_c]
+    paused_2 = in_2 & ~passed & ~failed
+    ll = np.where(paused_2, ll - (g - f - 1), ll)
+    ll = np.where(passed, kk + 1, ll)
+    st = np.where(passed, 2, np.where(in_2, 1, st))
+    pos[h] += end[rows, last + 1]
+    stage[h], k[h], left[h] = st, kk, ll
+    paused = (in_1 & ~step1_ends) | paused_2
+    # A row paused by its own end (not the window's) needs the spill: scalar code.
+    decided[h] = ~(unclear_1 | unclear_2 | (paused & (limit < n_words)))
+    reject[h] = failed
+
+
 def _b_coins(win, k, x):
     """Algorithm B from ``x`` on windows: (success, words read, decided).
 
@@ -396,8 +489,6 @@ def normal_trials(words, spill):
     """
     n_rows, width = words.shape
     window = 1 + 2 * _B_STEPS + 1
-    padded = np.zeros((n_rows, width + window), dtype=np.int64)
-    padded[:, :width] = words
     accepted = np.zeros(n_rows, dtype=bool)
     to_scalar = np.zeros(n_rows, dtype=bool)
     out_negative = np.zeros(n_rows, dtype=bool)
@@ -412,18 +503,23 @@ def normal_trials(words, spill):
     left = np.zeros(n_rows, dtype=np.int64)
     x = np.zeros(n_rows, dtype=np.int64)
     h_offsets, b_offsets = np.arange(_H_WINDOW), np.arange(window)
-    for _ in range(_MAX_COINS):
+    padded = np.zeros((n_rows, width + max(window, _H_WINDOW)), dtype=np.int64)
+    padded[:, :width] = words
+    # Few rows: the scalar code is cheaper than numpy's per-call overhead.
+    for _ in range(_MAX_COINS if n_rows >= 4 * _SCALAR_ROWS else 0):
         if rows.size <= _SCALAR_ROWS:
             break
         in_b = stage == 2
+        settled = np.zeros(rows.size, dtype=bool)
+        reject = np.zeros(rows.size, dtype=bool)
         ok = np.zeros(rows.size, dtype=bool)
         read = np.zeros(rows.size, dtype=np.int64)
-        decided = np.zeros(rows.size, dtype=bool)
+        decided = np.ones(rows.size, dtype=bool)
         sign = np.zeros(rows.size, dtype=np.int64)
         h = np.flatnonzero(~in_b)
         if h.size:
-            win = padded[rows[h, None], pos[h, None] + h_offsets]
-            ok[h], read[h], decided[h] = _h_coins(win)
+            _h_steps(padded[rows[h, None], pos[h, None] + h_offsets], h, pos, stage, k, left,
+                     width, decided, reject)
         b = np.flatnonzero(in_b)
         if b.size:
             win = padded[rows[b, None], pos[b, None] + b_offsets]
@@ -436,18 +532,11 @@ def normal_trials(words, spill):
             sign[b] = np.take_along_axis(win, read[b][:, None], axis=1)[:, 0]
         # The last coin of step 3 is followed by the sign word.
         done = in_b & ok & (left == 1)
-        read_all = read + done
-        decided &= pos + read_all <= width
-        reject = decided & ~ok & (stage > 0)
-        # Transitions.
-        k = np.where(decided & (stage == 0) & ok, k + 1, k)
-        enter_2 = decided & (stage == 0) & ~ok
-        left = np.where(enter_2, k * (k - 1), np.where(decided & ok, left - 1, left))
-        stage = np.where(enter_2, 1, stage)
-        enter_3 = decided & (stage == 1) & (left == 0)
-        stage = np.where(enter_3, 2, stage)
-        left = np.where(enter_3, k + 1, left)
-        pos = pos + read_all
+        read_b = np.where(in_b, read + done, 0)
+        decided &= ~in_b | (pos + read_b <= width)
+        reject |= in_b & decided & ~ok
+        left = np.where(in_b & decided & ok, left - 1, left)
+        pos = pos + np.where(decided, read_b, 0)
         finished = done & decided
         accepted[rows[finished]] = True
         out_negative[rows[finished]] = (sign[finished] & 1).astype(bool)

@@ -65,17 +65,46 @@ class ExactNoise(np.ndarray):
 class _GaussianDraw:
     """``sigma * N(0, I_d)``: coordinate ``j`` is ``sign_j sigma (k_j + x_j)``.
 
-    ``normals`` holds the exact draw; ``fast``, when present, holds its first 64
-    fraction digits as arrays (``negative``, ``k``, ``top``), an enclosure of
-    every coordinate that stays valid however far ``normals`` is refined.
+    ``fast`` holds the draw as arrays (``negative``, ``k``, ``top``: the first 64
+    fraction digits), an enclosure of every coordinate that stays valid however
+    far a coordinate is refined later; :meth:`urand` gives a coordinate's
+    fraction as a :class:`~dpsk.mechanisms._exact.URand` (created on first use,
+    then kept, so every later decision sees the same digits), and ``normals``
+    the whole draw in that form, for the generic exact path.
     """
+
+    fast = None
+    _normals = None
 
     def __init__(self, d, sigma, bits):
         self.bits = bits
         self.sigma = _ratio(sigma)
-        self.normals, self.fast = _normals(d, bits)
-        self.precision = 0
-        self.refine(FIRST_PRECISION)
+        self.fast, self._longer = _normals(d, bits)
+        self.precision = FIRST_PRECISION
+
+    def urand(self, j):
+        """Coordinate ``j``'s fraction as a u-rand."""
+        if self._normals is not None:
+            return self._normals[j][2]
+        x = self._longer.get(j)
+        if x is None:
+            x = self._longer[j] = URand(int(self.fast[2][j]), 2 * CHUNK)
+        return x
+
+    @property
+    def normals(self):
+        """The draw as a list of ``(negative, k, x)``."""
+        if self._normals is None:
+            negative, k, _ = self.fast
+            self._normals = [(bool(negative[j]), int(k[j]), self.urand(j))
+                             for j in range(len(k))]
+            self.precision = 0
+            self.refine(FIRST_PRECISION)
+        return self._normals
+
+    @normals.setter
+    def normals(self, value):
+        self._normals = value
 
     def refine(self, precision):
         self.precision = max(precision, max((x.n for _, _, x in self.normals), default=0))
@@ -92,6 +121,18 @@ class _GaussianDraw:
             out.append((negative, sn * a, sn * (a + 1), den))
         return out
 
+    def decide_each(self, j, decide_one):
+        """Decide coordinate ``j`` alone, refining only its own fraction."""
+        negative, k, _ = self.fast
+        sn, sd = self.sigma
+        x = self.urand(j)
+        while True:
+            a = (int(k[j]) << x.n) + x.p
+            out = decide_one(bool(negative[j]), sn * a, sn * (a + 1), sd << x.n, j)
+            if out is not None:
+                return out
+            x.extend(x.n + _REFINE, self.bits)
+
 
 class _GammaNormDraw:
     """``b = (R / beta) G / ||G||``: density proportional to ``exp(-beta ||b||)`` in R^d.
@@ -104,7 +145,10 @@ class _GammaNormDraw:
     def __init__(self, d, beta, bits):
         self.bits = bits
         self.beta = _ratio(beta)
-        self.normals, _ = _normals(d, bits)
+        fast, longer = _normals(d, bits)
+        negative, k, top = fast
+        self.normals = [(bool(negative[j]), int(k[j]),
+                         longer.get(j) or URand(int(top[j]), 2 * CHUNK)) for j in range(d)]
         self.exponentials = _exponentials(d, bits)
         self.precision = 0
         self.refine(FIRST_PRECISION)
@@ -150,29 +194,41 @@ def _normals(d, bits):
 
     Trials run in batches (:func:`~dpsk.mechanisms._exact.normal_trials`), each on
     its own row of fresh words, rows that need more continuing with ``bits``;
-    the first ``d`` accepted trials, in row order, are the draw. Each fraction is
-    then given 64 digits (one fresh word appended to a 32-digit fraction).
+    the first ``d`` accepted trials, in row order, are the draw. Each fraction
+    of 32 digits then gets 32 more from one fresh word.
 
-    Returns the list ``(negative, k, x)`` and the arrays ``(negative, k, top)``,
-    ``top`` the first 64 fraction digits.
+    Returns
+    -------
+    fast : tuple of arrays
+        ``negative``, ``k`` and ``top``, the first 64 fraction digits.
+    longer : dict
+        ``j -> URand`` for the coordinates whose trial drew more than 64 digits.
     """
     rng = bits.source
-    out = []
-    while len(out) < d:
-        need = d - len(out)
-        words = rng.words((9 * need // 4 + 16) * NORMAL_WORDS).reshape(-1, NORMAL_WORDS)
+    parts = []
+    longer = {}
+    count = 0
+    while count < d:
+        need = d - count
+        words = rng.words((9 * need // 4 + 4) * NORMAL_WORDS).reshape(-1, NORMAL_WORDS)
         accepted, negative, k, x, scalar = normal_trials(words, bits)
-        for t in np.flatnonzero(accepted)[:need].tolist():
-            out.append(scalar[t] if t in scalar
-                       else (bool(negative[t]), int(k[t]), URand(int(x[t]), CHUNK)))
-    extra = rng.words(d).tolist()
-    for (_, _, x), word in zip(out, extra):
-        if x.n == CHUNK:
-            x.p, x.n = (x.p << CHUNK) | word, 2 * CHUNK
-    top = np.array([x.p >> (x.n - 2 * CHUNK) for _, _, x in out], dtype=np.uint64)
-    fast = (np.array([neg for neg, _, _ in out], dtype=bool),
-            np.array([k for _, k, _ in out], dtype=np.int64), top)
-    return out, fast
+        rows = np.flatnonzero(accepted)[:need]
+        negative, k, x = negative[rows], k[rows], x[rows]
+        for i, t in enumerate(rows.tolist()):
+            if t in scalar:
+                negative[i], k[i], urand = scalar[t]
+                if urand.n == CHUNK:
+                    x[i] = urand.p
+                else:
+                    longer[count + i] = urand
+        parts.append((negative, k, x))
+        count += rows.size
+    negative, k, x = (np.concatenate(a) for a in zip(*parts))
+    extra = rng.words(d).astype(np.uint64)
+    top = (x.astype(np.uint64) << np.uint64(CHUNK)) | extra
+    for j, urand in longer.items():
+        top[j] = urand.p >> (urand.n - 2 * CHUNK)
+    return (negative, k, top), longer
 
 
 def _exponentials(d, bits):
@@ -188,7 +244,7 @@ def _exponentials(d, bits):
     rejected = 0
     while len(out) < d:
         need = d - len(out)
-        words = rng.words((7 * need // 4 + 16) * EXPONENTIAL_WORDS).reshape(-1, EXPONENTIAL_WORDS)
+        words = rng.words((7 * need // 4 + 4) * EXPONENTIAL_WORDS).reshape(-1, EXPONENTIAL_WORDS)
         accepted, x, scalar = exponential_trials(words, bits)
         for t, ok in enumerate(accepted.tolist()):
             if not ok:
@@ -249,7 +305,68 @@ def _checked(d, scale, name, rng):
     return d
 
 
+def _two_sum(a, b):
+    """``s + e = a + b`` exactly, ``s = fl(a + b)`` (Knuth)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _split(a):
+    """``a = hi + lo`` with 26-bit halves (Veltkamp), for :func:`_two_product`."""
+    c = 134217729.0 * a  # 2^27 + 1
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_product(a, b):
+    """``p + q = a b`` exactly, ``p = fl(a b)`` (Dekker), barring over/underflow."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _gaussian_floats_fast(fast, sigma):
+    """The correctly rounded floats of a Gaussian draw, where a proven bound decides.
+
+    ``|b_j| = sigma (k + x)`` with ``x`` in ``[top, top + 1) / 2^64``. In
+    double-double arithmetic, ``c = fl(p + t2)`` is the candidate and ``rho`` the
+    residual ``sigma (k + top / 2^64) - c`` up to ``E``; ``docs/privacy.rst``
+    ("Exact noise") derives ``E``. ``c`` is the correctly rounded value of every
+    real of the enclosure when ``[rho - E, rho + E + sigma 2^-64]`` lies strictly
+    inside the half-spacings of ``c``'s neighbours.
+
+    Returns the floats and the mask of coordinates decided.
+    """
+    negative, k, top = fast
+    kf = k.astype(np.float64)
+    x_high = (top >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    x_low = (top & np.uint64(2047)).astype(np.float64) * 2.0**-64
+    with np.errstate(all="ignore"):
+        s, e = _two_sum(kf, x_high)
+        low = e + x_low
+        p, q = _two_product(np.float64(sigma), s)
+        t2 = q + sigma * low
+        c = p + t2
+        rho = (p - c) + t2
+        bound = 2.0**-49 * (sigma * (np.abs(e) + x_low) + np.abs(t2) + np.abs(rho)) + 2.0**-1069
+        up = (np.nextafter(c, np.inf) - c) * 0.5
+        down = (c - np.nextafter(c, 0.0)) * 0.5
+        decided = ((rho - bound > -down) & (rho + bound + sigma * 2.0**-64 * (1 + 2.0**-50) < up)
+                   & np.isfinite(c) & (p > 2.0**-900) & (p < 2.0**900) & (k < 2**50))
+    return np.where(negative, -c, c), decided
+
+
 def _wrap(draw, d):
+    fast = getattr(draw, "fast", None)
+    if fast is not None:
+        values, decided = _gaussian_floats_fast(fast, draw.sigma[0] / draw.sigma[1])
+        for j in np.flatnonzero(~decided).tolist():
+            values[j] = draw.decide_each(j, _float_of)
+        noise = values.view(ExactNoise)
+        noise._draw = draw
+        return noise
     values = np.array(_decide(draw, _float_of), dtype=np.float64).reshape(d)
     noise = values.view(ExactNoise)
     noise._draw = draw
@@ -300,12 +417,12 @@ def _round_sum(an, ad, bn, bd):
     return (2 * (an * bd + bn * ad) + ad * bd) // (2 * ad * bd)
 
 
-def _cells_of_draw(point, draw, grid):
+def _cell_decider(point, grid):
+    """``decide_one`` of the cell of ``point_j + b_j``: None while the enclosure straddles."""
     gn, gd = _ratio(grid)
-    points = [_ratio(w) for w in point]
 
     def cell(negative, lo, hi, den, j):
-        wn, wd = points[j]
+        wn, wd = _ratio(point[j])
         # (w + b) / grid with b between -hi/den and -lo/den, or lo/den and hi/den.
         if negative:
             lo, hi = -hi, -lo
@@ -313,7 +430,11 @@ def _cells_of_draw(point, draw, grid):
         last = _round_sum(wn * gd, wd * gn, hi * gd, den * gn)
         return first if first == last else None
 
-    return _decide(draw, cell)
+    return cell
+
+
+def _cells_of_draw(point, draw, grid):
+    return _decide(draw, _cell_decider(point, grid))
 
 
 def _gaussian_cells_fast(point, fast, sigma, grid):
@@ -393,8 +514,10 @@ def add_on_grid(point, noise, grid):
         # cannot decide (both give the cell of the same exact sum).
         sigma = draw.sigma[0] / draw.sigma[1]  # exact: the float sigma itself
         cells, decided = _gaussian_cells_fast(point, fast, sigma, grid)
-    if decided is not None and decided.all():
+    if decided is not None:
         cells = cells.tolist()
+        for j in np.flatnonzero(~decided).tolist():
+            cells[j] = draw.decide_each(j, _cell_decider(point, grid))
     elif draw is not None:
         cells = _cells_of_draw(point, draw, grid)
     else:
