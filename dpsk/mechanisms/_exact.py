@@ -510,7 +510,6 @@ def normal_trials(words, spill):
         if rows.size <= _SCALAR_ROWS:
             break
         in_b = stage == 2
-        settled = np.zeros(rows.size, dtype=bool)
         reject = np.zeros(rows.size, dtype=bool)
         ok = np.zeros(rows.size, dtype=bool)
         read = np.zeros(rows.size, dtype=np.int64)
