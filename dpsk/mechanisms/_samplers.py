@@ -113,10 +113,11 @@ class _GaussianDraw:
 
     def magnitudes(self):
         """Per coordinate: ``negative`` and ``|b_j|`` in ``[lo_n, hi_n] / den``."""
+        normals = self.normals  # first: building them may raise the precision
         sn, sd = self.sigma
         den = sd << self.precision
         out = []
-        for negative, k, x in self.normals:
+        for negative, k, x in normals:
             a = (k << self.precision) + x.p
             out.append((negative, sn * a, sn * (a + 1), den))
         return out
