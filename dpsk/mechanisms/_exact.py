@@ -292,11 +292,11 @@ def exponential_trial(bits):
 # spill, and they are done in row order, so both read the same spill words.
 
 #: Words recorded per trial (a trial of Algorithm N reads about 10 on average).
-NORMAL_WORDS = 40
+NORMAL_WORDS = 28
 EXPONENTIAL_WORDS = 8
 #: Coins (of Algorithm H or B) a row may use before it is handed to the scalar code.
 _MAX_COINS = 30
-_H_WINDOW = 16         # words of Algorithm H coins examined at once
+_H_WINDOW = 11         # words of Algorithm H coins examined at once
 _B_STEPS = 5           # steps of one coin of Algorithm B examined at once
 _HALF = 1 << (CHUNK - 1)
 #: Below this many live rows, one more numpy step costs more than the scalar code.
@@ -368,15 +368,18 @@ def _h_table(win):
     ``stop - i + 1`` (larger than the window when it does not stop inside).
     """
     n_rows, width = win.shape
-    idx = np.arange(width)
-    not_below = np.zeros(win.shape, dtype=bool)
-    not_below[:, 1:] = win[:, 1:] >= win[:, :-1]
-    tie = np.zeros(win.shape, dtype=np.int64)
-    tie[:, 1:] = win[:, 1:] == win[:, :-1]
-    first = np.minimum.accumulate(np.where(not_below, idx, width)[:, ::-1], axis=1)[:, ::-1]
-    after = np.concatenate([first[:, 1:], np.full((n_rows, 1), width)], axis=1)
-    stop = np.where(win >= _HALF, idx, after)
-    ties = np.cumsum(tie, axis=1)
+    idx = np.arange(width, dtype=np.int32)
+    later, earlier = win[:, 1:], win[:, :-1]
+    # first[:, i]: the first j >= i whose word is not below word j - 1.
+    not_below = np.full(win.shape, width, dtype=np.int32)
+    not_below[:, 1:] = np.where(later >= earlier, idx[1:], width)
+    first = np.minimum.accumulate(not_below[:, ::-1], axis=1)[:, ::-1]
+    stop = np.empty(win.shape, dtype=np.int32)
+    stop[:, :-1] = first[:, 1:]
+    stop[:, -1] = width
+    stop = np.where(win >= _HALF, idx, stop)
+    ties = np.zeros(win.shape, dtype=np.int32)
+    np.cumsum(later == earlier, axis=1, out=ties[:, 1:])
     ties_to_stop = np.take_along_axis(ties, np.minimum(stop, width - 1), axis=1) - ties
     return (stop - idx) % 2 == 0, stop - idx + 1, ties_to_stop == 0
 
@@ -458,6 +461,7 @@ def _b_coins(win, k, x):
     Step ``s`` of a run that got there read ``2 s`` words: ``z_s`` is word ``2 s``
     and ``v_s`` word ``2 s + 1`` (read only when ``z_s`` is below).
     """
+    win = win.astype(np.int64)
     z, v = win[:, 0::2], win[:, 1::2]
     previous = np.concatenate([x[:, None], z[:, :-1]], axis=1)
     m = (2 * k + 2)[:, None]
@@ -503,7 +507,7 @@ def normal_trials(words, spill):
     left = np.zeros(n_rows, dtype=np.int64)
     x = np.zeros(n_rows, dtype=np.int64)
     h_offsets, b_offsets = np.arange(_H_WINDOW), np.arange(window)
-    padded = np.zeros((n_rows, width + max(window, _H_WINDOW)), dtype=np.int64)
+    padded = np.zeros((n_rows, width + max(window, _H_WINDOW)), dtype=np.uint32)
     padded[:, :width] = words
     # Few rows: the scalar code is cheaper than numpy's per-call overhead.
     for _ in range(_MAX_COINS if n_rows >= 4 * _SCALAR_ROWS else 0):
