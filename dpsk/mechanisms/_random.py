@@ -104,7 +104,7 @@ class NoiseSource:
         """A uniform integer in ``[0, 2^k)`` as a Python int: the exact samplers' bits.
 
         The exact samplers (integer arithmetic, no floating point) consume
-        their randomness through this method and :meth:`randbelow` only.
+        their randomness through this method and :meth:`words` only.
         """
         k = int(k)
         if k < 0:
@@ -114,6 +114,16 @@ class NoiseSource:
         n_bytes = (k + 7) // 8
         value = int.from_bytes(self._bytes(n_bytes), "little")
         return value >> (8 * n_bytes - k)
+
+    def words(self, count):
+        """``count`` uniform 32-bit words (uint32): the exact samplers' batched bits.
+
+        Word ``i`` is bits ``32 i`` to ``32 i + 31`` of the same little-endian byte
+        stream :meth:`randbits` reads, so a word is what
+        ``BitStream.take(32)`` would return at that point of the stream.
+        """
+        count = int(count)
+        return np.frombuffer(self._bytes(4 * count), dtype="<u4")
 
     def randbelow(self, n):
         """A uniform integer in ``[0, n)`` for an int ``n >= 1``, by exact rejection."""

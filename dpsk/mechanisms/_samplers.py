@@ -25,7 +25,15 @@ import math
 
 import numpy as np
 
-from ._exact import BitStream, exact_exponential, exact_normal
+from ._exact import (
+    CHUNK,
+    EXPONENTIAL_WORDS,
+    NORMAL_WORDS,
+    BitStream,
+    URand,
+    exponential_trials,
+    normal_trials,
+)
 from ._random import NoiseSource
 
 __all__ = ["ExactNoise", "gaussian_noise", "gamma_norm_noise", "add_on_grid",
@@ -55,14 +63,48 @@ class ExactNoise(np.ndarray):
 
 
 class _GaussianDraw:
-    """``sigma * N(0, I_d)``: coordinate ``j`` is ``sign_j sigma (k_j + x_j)``."""
+    """``sigma * N(0, I_d)``: coordinate ``j`` is ``sign_j sigma (k_j + x_j)``.
+
+    ``fast`` holds the draw as arrays (``negative``, ``k``, ``top``: the first 64
+    fraction digits), an enclosure of every coordinate that stays valid however
+    far a coordinate is refined later; :meth:`urand` gives a coordinate's
+    fraction as a :class:`~dpsk.mechanisms._exact.URand` (created on first use,
+    then kept, so every later decision sees the same digits), and ``normals``
+    the whole draw in that form, for the generic exact path.
+    """
+
+    fast = None
+    _normals = None
 
     def __init__(self, d, sigma, bits):
         self.bits = bits
         self.sigma = _ratio(sigma)
-        self.normals = [exact_normal(bits) for _ in range(d)]
-        self.precision = 0
-        self.refine(FIRST_PRECISION)
+        self.fast, self._longer = _normals(d, bits)
+        self.precision = FIRST_PRECISION
+
+    def urand(self, j):
+        """Coordinate ``j``'s fraction as a u-rand."""
+        if self._normals is not None:
+            return self._normals[j][2]
+        x = self._longer.get(j)
+        if x is None:
+            x = self._longer[j] = URand(int(self.fast[2][j]), 2 * CHUNK)
+        return x
+
+    @property
+    def normals(self):
+        """The draw as a list of ``(negative, k, x)``."""
+        if self._normals is None:
+            negative, k, _ = self.fast
+            self._normals = [(bool(negative[j]), int(k[j]), self.urand(j))
+                             for j in range(len(k))]
+            self.precision = 0
+            self.refine(FIRST_PRECISION)
+        return self._normals
+
+    @normals.setter
+    def normals(self, value):
+        self._normals = value
 
     def refine(self, precision):
         self.precision = max(precision, max((x.n for _, _, x in self.normals), default=0))
@@ -71,13 +113,26 @@ class _GaussianDraw:
 
     def magnitudes(self):
         """Per coordinate: ``negative`` and ``|b_j|`` in ``[lo_n, hi_n] / den``."""
+        normals = self.normals  # first: building them may raise the precision
         sn, sd = self.sigma
         den = sd << self.precision
         out = []
-        for negative, k, x in self.normals:
+        for negative, k, x in normals:
             a = (k << self.precision) + x.p
             out.append((negative, sn * a, sn * (a + 1), den))
         return out
+
+    def decide_each(self, j, decide_one):
+        """Decide coordinate ``j`` alone, refining only its own fraction."""
+        negative, k, _ = self.fast
+        sn, sd = self.sigma
+        x = self.urand(j)
+        while True:
+            a = (int(k[j]) << x.n) + x.p
+            out = decide_one(bool(negative[j]), sn * a, sn * (a + 1), sd << x.n, j)
+            if out is not None:
+                return out
+            x.extend(x.n + _REFINE, self.bits)
 
 
 class _GammaNormDraw:
@@ -91,8 +146,11 @@ class _GammaNormDraw:
     def __init__(self, d, beta, bits):
         self.bits = bits
         self.beta = _ratio(beta)
-        self.normals = [exact_normal(bits) for _ in range(d)]
-        self.exponentials = [exact_exponential(bits) for _ in range(d)]
+        fast, longer = _normals(d, bits)
+        negative, k, top = fast
+        self.normals = [(bool(negative[j]), int(k[j]),
+                         longer.get(j) or URand(int(top[j]), 2 * CHUNK)) for j in range(d)]
+        self.exponentials = _exponentials(d, bits)
         self.precision = 0
         self.refine(FIRST_PRECISION)
 
@@ -130,6 +188,74 @@ class _GammaNormDraw:
         den = den_lo * den_hi
         return [(negative, r_lo * v * bd * den_hi, r_hi * (v + 1) * bd * den_lo, den)
                 for (negative, _, _), v in zip(self.normals, a)]
+
+
+def _normals(d, bits):
+    """``d`` exact standard normals from independent trials of Algorithm N.
+
+    Trials run in batches (:func:`~dpsk.mechanisms._exact.normal_trials`), each on
+    its own row of fresh words, rows that need more continuing with ``bits``;
+    the first ``d`` accepted trials, in row order, are the draw. Each fraction
+    of 32 digits then gets 32 more from one fresh word.
+
+    Returns
+    -------
+    fast : tuple of arrays
+        ``negative``, ``k`` and ``top``, the first 64 fraction digits.
+    longer : dict
+        ``j -> URand`` for the coordinates whose trial drew more than 64 digits.
+    """
+    rng = bits.source
+    parts = []
+    longer = {}
+    count = 0
+    while count < d:
+        need = d - count
+        words = rng.words((9 * need // 4 + 4) * NORMAL_WORDS).reshape(-1, NORMAL_WORDS)
+        accepted, negative, k, x, scalar = normal_trials(words, bits)
+        rows = np.flatnonzero(accepted)[:need]
+        negative, k, x = negative[rows], k[rows], x[rows]
+        for i, t in enumerate(rows.tolist()):
+            if t in scalar:
+                negative[i], k[i], urand = scalar[t]
+                if urand.n == CHUNK:
+                    x[i] = urand.p
+                else:
+                    longer[count + i] = urand
+        parts.append((negative, k, x))
+        count += rows.size
+    negative, k, x = (np.concatenate(a) for a in zip(*parts))
+    extra = rng.words(d).astype(np.uint64)
+    top = (x.astype(np.uint64) << np.uint64(CHUNK)) | extra
+    for j, urand in longer.items():
+        top[j] = urand.p >> (urand.n - 2 * CHUNK)
+    return (negative, k, top), longer
+
+
+def _exponentials(d, bits):
+    """``d`` exact Exponential(1) deviates ``(k, x)`` by von Neumann's method.
+
+    One sequence of independent trials (:func:`~dpsk.mechanisms._exact.
+    exponential_trials`, in batches): ``k`` counts the rejected trials since the
+    previous accepted one, exactly as :func:`~dpsk.mechanisms._exact.
+    exact_exponential` counts them.
+    """
+    rng = bits.source
+    out = []
+    rejected = 0
+    while len(out) < d:
+        need = d - len(out)
+        words = rng.words((7 * need // 4 + 4) * EXPONENTIAL_WORDS).reshape(-1, EXPONENTIAL_WORDS)
+        accepted, x, scalar = exponential_trials(words, bits)
+        for t, ok in enumerate(accepted.tolist()):
+            if not ok:
+                rejected += 1
+                continue
+            out.append((rejected, scalar[t] if t in scalar else URand(int(x[t]), CHUNK)))
+            rejected = 0
+            if len(out) == d:
+                break
+    return out
 
 
 def _ratio(value):
@@ -180,7 +306,68 @@ def _checked(d, scale, name, rng):
     return d
 
 
+def _two_sum(a, b):
+    """``s + e = a + b`` exactly, ``s = fl(a + b)`` (Knuth)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _split(a):
+    """``a = hi + lo`` with 26-bit halves (Veltkamp), for :func:`_two_product`."""
+    c = 134217729.0 * a  # 2^27 + 1
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_product(a, b):
+    """``p + q = a b`` exactly, ``p = fl(a b)`` (Dekker), barring over/underflow."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _gaussian_floats_fast(fast, sigma):
+    """The correctly rounded floats of a Gaussian draw, where a proven bound decides.
+
+    ``|b_j| = sigma (k + x)`` with ``x`` in ``[top, top + 1) / 2^64``. In
+    double-double arithmetic, ``c = fl(p + t2)`` is the candidate and ``rho`` the
+    residual ``sigma (k + top / 2^64) - c`` up to ``E``; ``docs/privacy.rst``
+    ("Exact noise") derives ``E``. ``c`` is the correctly rounded value of every
+    real of the enclosure when ``[rho - E, rho + E + sigma 2^-64]`` lies strictly
+    inside the half-spacings of ``c``'s neighbours.
+
+    Returns the floats and the mask of coordinates decided.
+    """
+    negative, k, top = fast
+    kf = k.astype(np.float64)
+    x_high = (top >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    x_low = (top & np.uint64(2047)).astype(np.float64) * 2.0**-64
+    with np.errstate(all="ignore"):
+        s, e = _two_sum(kf, x_high)
+        low = e + x_low
+        p, q = _two_product(np.float64(sigma), s)
+        t2 = q + sigma * low
+        c = p + t2
+        rho = (p - c) + t2
+        bound = 2.0**-49 * (sigma * (np.abs(e) + x_low) + np.abs(t2) + np.abs(rho)) + 2.0**-1069
+        up = (np.nextafter(c, np.inf) - c) * 0.5
+        down = (c - np.nextafter(c, 0.0)) * 0.5
+        decided = ((rho - bound > -down) & (rho + bound + sigma * 2.0**-64 * (1 + 2.0**-50) < up)
+                   & np.isfinite(c) & (p > 2.0**-900) & (p < 2.0**900) & (k < 2**50))
+    return np.where(negative, -c, c), decided
+
+
 def _wrap(draw, d):
+    fast = getattr(draw, "fast", None)
+    if fast is not None:
+        values, decided = _gaussian_floats_fast(fast, draw.sigma[0] / draw.sigma[1])
+        for j in np.flatnonzero(~decided).tolist():
+            values[j] = draw.decide_each(j, _float_of)
+        noise = values.view(ExactNoise)
+        noise._draw = draw
+        return noise
     values = np.array(_decide(draw, _float_of), dtype=np.float64).reshape(d)
     noise = values.view(ExactNoise)
     noise._draw = draw
@@ -231,12 +418,12 @@ def _round_sum(an, ad, bn, bd):
     return (2 * (an * bd + bn * ad) + ad * bd) // (2 * ad * bd)
 
 
-def _cells_of_draw(point, draw, grid):
+def _cell_decider(point, grid):
+    """``decide_one`` of the cell of ``point_j + b_j``: None while the enclosure straddles."""
     gn, gd = _ratio(grid)
-    points = [_ratio(w) for w in point]
 
     def cell(negative, lo, hi, den, j):
-        wn, wd = points[j]
+        wn, wd = _ratio(point[j])
         # (w + b) / grid with b between -hi/den and -lo/den, or lo/den and hi/den.
         if negative:
             lo, hi = -hi, -lo
@@ -244,7 +431,41 @@ def _cells_of_draw(point, draw, grid):
         last = _round_sum(wn * gd, wd * gn, hi * gd, den * gn)
         return first if first == last else None
 
-    return _decide(draw, cell)
+    return cell
+
+
+def _cells_of_draw(point, draw, grid):
+    return _decide(draw, _cell_decider(point, grid))
+
+
+def _gaussian_cells_fast(point, fast, sigma, grid):
+    """Grid cells of ``point + b`` in float64 where a proven error bound decides them.
+
+    ``b_j = +-sigma (k_j + x_j)`` with ``x_j`` in ``[top_j, top_j + 1) / 2^64``.
+    ``docs/privacy.rst`` ("Exact noise") derives the bound: the computed
+    ``t = fl(point + fl(sigma fl(k + x~))) / grid``, with ``x~`` the first 53
+    digits of ``top``, is within ``E = (sigma (k + 1) 2^-51 + 2^-53 (|point| +
+    |b~|)) / grid + 2^-1074`` of the exact ``(point + b) / grid``, and the
+    computed fraction ``t - floor(t)`` within ``2^-53`` of the exact one. Where
+    that fraction is farther than (twice) these bounds from 1/2, the cell is
+    ``floor(t)`` or ``floor(t) + 1`` for every real of the enclosure.
+
+    Returns the cells (int64) and the mask of coordinates decided.
+    """
+    negative, k, top = fast
+    kf = k.astype(np.float64)
+    x = (top >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    magnitude = sigma * (kf + x)
+    t = (point + np.where(negative, -magnitude, magnitude)) / grid
+    bound = ((sigma * (kf + 1.0) * 2.0**-50 + 2.0**-52 * (np.abs(point) + magnitude)) / grid
+             + 2.0**-1073 + 2.0**-51)
+    with np.errstate(invalid="ignore"):
+        floor = np.floor(t)
+        fraction = t - floor
+        decided = (np.isfinite(t) & (np.abs(t) < 2.0**52) & (bound < 0.25)
+                   & (np.abs(fraction - 0.5) > bound) & (k < 2**52))
+    cells = np.where(decided, floor + (fraction > 0.5), 0.0).astype(np.int64)
+    return cells, decided
 
 
 def add_on_grid(point, noise, grid):
@@ -287,7 +508,18 @@ def add_on_grid(point, noise, grid):
     limit = _GRID_INT_LIMIT * grid
     point = np.clip(np.asarray(point, dtype=float).ravel(), -limit, limit)
     draw = getattr(noise, "_draw", None)
-    if draw is not None:
+    fast = getattr(draw, "fast", None)
+    decided = None
+    if fast is not None:
+        # Float64 with a proven error bound, the exact enclosure only where it
+        # cannot decide (both give the cell of the same exact sum).
+        sigma = draw.sigma[0] / draw.sigma[1]  # exact: the float sigma itself
+        cells, decided = _gaussian_cells_fast(point, fast, sigma, grid)
+    if decided is not None:
+        cells = cells.tolist()
+        for j in np.flatnonzero(~decided).tolist():
+            cells[j] = draw.decide_each(j, _cell_decider(point, grid))
+    elif draw is not None:
         cells = _cells_of_draw(point, draw, grid)
     else:
         values = np.asarray(noise, dtype=float).ravel()
