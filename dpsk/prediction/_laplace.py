@@ -19,80 +19,10 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..mechanisms._discrete import bernoulli_exp, discrete_laplace
+
 __all__ = ["bernoulli_exp", "discrete_laplace", "discrete_laplace_pmf",
            "grid_sensitivity", "laplace_on_grid"]
-
-
-def bernoulli_exp(gamma, source):
-    """A Bernoulli draw with success probability ``exp(-gamma)``, exactly.
-
-    Canonne, Kamath and Steinke (2020), Algorithm 1: for ``gamma`` in [0, 1],
-    draw ``A_k ~ Bernoulli(gamma / k)`` for ``k = 1, 2, ...`` until one fails;
-    the index of that failure is odd with probability ``exp(-gamma)`` (the
-    alternating series of the exponential). Larger ``gamma`` is a product of
-    ``floor(gamma)`` draws at 1 and one at the fractional part.
-
-    Parameters
-    ----------
-    gamma : fractions.Fraction or int
-        >= 0, rational.
-    source : NoiseSource
-
-    Returns
-    -------
-    bool
-    """
-    gamma = Fraction(gamma)
-    if gamma < 0:
-        raise ValueError("gamma must be >= 0.")
-    while gamma > 1:
-        if not bernoulli_exp(1, source):
-            return False
-        gamma -= 1
-    p, q = gamma.numerator, gamma.denominator
-    k = 1
-    # A_k = 1 iff a uniform integer below q k falls below p: probability p / (q k).
-    while source.randbelow(q * k) < p:
-        k += 1
-    return k % 2 == 1
-
-
-def discrete_laplace(scale, source):
-    """One draw of the discrete Laplace law of rational ``scale`` on the integers.
-
-    Canonne, Kamath and Steinke (2020), Algorithm 2, with ``scale = p / q``:
-    ``X = U + p V``, ``U`` uniform on ``{0, ..., p - 1}`` kept with probability
-    ``exp(-U / p)``, ``V`` geometric with ratio ``exp(-1)``, has ``P(X = x)``
-    proportional to ``exp(-x / p)``; ``Y = floor(X / q)`` then has ``P(Y = y)``
-    proportional to ``exp(-y q / p) = exp(-y / scale)``; a fair sign, with the
-    negative zero rejected so that 0 is not counted twice, gives the law.
-
-    Parameters
-    ----------
-    scale : fractions.Fraction, int or float
-        > 0. A float is taken as the exact rational it represents.
-    source : NoiseSource
-
-    Returns
-    -------
-    int
-    """
-    scale = Fraction(scale)
-    if scale <= 0:
-        raise ValueError("scale must be > 0.")
-    p, q = scale.numerator, scale.denominator
-    while True:
-        u = source.randbelow(p)
-        if not bernoulli_exp(Fraction(u, p), source):
-            continue
-        v = 0
-        while bernoulli_exp(1, source):
-            v += 1
-        y = (u + p * v) // q
-        negative = source.randbits(1) == 1
-        if negative and y == 0:
-            continue
-        return -y if negative else y
 
 
 def discrete_laplace_pmf(k, scale):
