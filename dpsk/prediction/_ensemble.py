@@ -333,13 +333,7 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         dpsk.BudgetExceededError
             When the ledger cannot afford the whole batch; nothing is spent.
         """
-        check_is_fitted(self)
-        epsilon, _ = self._privacy_cost()
-        check_not_datetime(X)
-        # The query rows are the querier's own: refusals may quote them.
-        X = finite_rows_advised(validate_data, self, X, dtype=np.float64, reset=False)
-        # The distinct rows and their order are functions of the query, not the data.
-        distinct, inverse = np.unique(X, axis=0, return_inverse=True)
+        epsilon, distinct, inverse = self._distinct_queries(X)
         if self.aggregation == "average":
             spend_per_row(self._resolve_accountant(), epsilon, distinct.shape[0])
             counts = vote_counts(self._teachers, distinct, self.classes_)
@@ -376,16 +370,23 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         dpsk.BudgetExceededError
             When the ledger cannot afford the whole batch; nothing is spent.
         """
-        check_is_fitted(self)
-        epsilon, _ = self._privacy_cost()
-        check_not_datetime(X)
-        X = finite_rows_advised(validate_data, self, X, dtype=np.float64, reset=False)
-        distinct, inverse = np.unique(X, axis=0, return_inverse=True)
+        epsilon, distinct, inverse = self._distinct_queries(X)
         spend_per_row(self._resolve_accountant(), epsilon, distinct.shape[0],
                       "Estimating probabilities for")
         counts = vote_counts(self._teachers, distinct, self.classes_)
         shares = noisy_vote_shares(counts, epsilon, distinct, self.random_state)
         return shares[np.ravel(inverse)]
+
+    def _distinct_queries(self, X):
+        """``(epsilon per row, distinct rows, inverse)`` of a batch; free refusals first."""
+        check_is_fitted(self)
+        epsilon, _ = self._privacy_cost()
+        check_not_datetime(X)
+        # The query rows are the querier's own: refusals may quote them.
+        X = finite_rows_advised(validate_data, self, X, dtype=np.float64, reset=False)
+        # The distinct rows and their order are functions of the query, not the data.
+        distinct, inverse = np.unique(X, axis=0, return_inverse=True)
+        return epsilon, distinct, inverse
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "_teachers")

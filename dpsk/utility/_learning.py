@@ -13,12 +13,11 @@ rows_needed` inverts it. Nothing is charged to any ledger.
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.utils.validation import check_X_y
 
-from ..mechanisms._random import public_rng, validate_random_state
-from ._common import check_count, check_epsilons, check_estimator, check_fraction, describe
+from ..mechanisms._random import public_rng
+from ._common import check_epsilons, check_estimator, describe
 from ._curve import _check_target, _crossing
-from ._public import _monte_carlo, _split, curve_seeds
+from ._public import _checked_public_split, _monte_carlo, curve_seeds
 
 __all__ = ["learning_curve", "LearningCurve", "RowsNeeded"]
 
@@ -224,17 +223,8 @@ def learning_curve(estimator, X, y, *, train_sizes=None, epsilons=(0.1, 1.0), n_
     """
     check_estimator(estimator)
     eps = _check_learning_epsilons(epsilons)
-    n_draws = check_count(n_draws, "n_draws", 2)
-    test_size = check_fraction(test_size, "test_size")
-    confidence = check_fraction(confidence, "confidence")
-    validate_random_state(random_state)
-    if progress not in (True, False, "auto"):
-        raise ValueError(f"progress must be True, False or 'auto', got {progress!r}.")
-    X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64)
-    classes = np.unique(y)
-    if classes.size < 2:
-        raise ValueError("y must hold at least two classes.")
-    X_train, X_test, y_train, y_test = _split(X, y, test_size, random_state)
+    n_draws, confidence, classes, (X_train, y_train, X_test, y_test) = _checked_public_split(
+        X, y, n_draws, test_size, confidence, random_state, progress)
     sizes = _check_train_sizes(train_sizes, len(y_train))
     order = public_rng(random_state).permutation(len(y_train))
     X_train, y_train = X_train[order], y_train[order]

@@ -102,6 +102,18 @@ def utility_curve(estimator, X, y, *, epsilons=None, n_draws=20, test_size=0.3,
     """
     check_estimator(estimator)
     eps = check_epsilons(epsilons)
+    n_draws, confidence, classes, split = _checked_public_split(
+        X, y, n_draws, test_size, confidence, random_state, progress)
+    return _monte_carlo(estimator, classes, eps, n_draws, curve_seeds(random_state, len(eps),
+                                                                    n_draws),
+                        split, confidence, n_jobs, progress, describe(estimator, "public"))
+
+
+def _checked_public_split(X, y, n_draws, test_size, confidence, random_state, progress):
+    """The checks of the public-mode curves, then one split of the public data.
+
+    Returns ``(n_draws, confidence, classes, (X_train, y_train, X_test, y_test))``.
+    """
     n_draws = check_count(n_draws, "n_draws", 2)
     test_size = check_fraction(test_size, "test_size")
     confidence = check_fraction(confidence, "confidence")
@@ -113,11 +125,7 @@ def utility_curve(estimator, X, y, *, epsilons=None, n_draws=20, test_size=0.3,
     if classes.size < 2:
         raise ValueError("y must hold at least two classes.")
     X_train, X_test, y_train, y_test = _split(X, y, test_size, random_state)
-
-    return _monte_carlo(estimator, classes, eps, n_draws, curve_seeds(random_state, len(eps),
-                                                                    n_draws),
-                        (X_train, y_train, X_test, y_test), confidence, n_jobs, progress,
-                        describe(estimator, "public"))
+    return n_draws, confidence, classes, (X_train, y_train, X_test, y_test)
 
 
 def _split(X, y, test_size, random_state):
