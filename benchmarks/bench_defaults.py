@@ -7,8 +7,9 @@ at each total epsilon, in one run:
   nothing else set;
 * ``dpsk default, delta 1e-6``: the same with ``delta=1e-6``;
 * ``dpsk search, pure`` / ``delta 1e-6``: ``DPGridSearch`` over :data:`SEARCH_GRID`
-  with its default method, at the same *total* epsilon (and delta) as one fit
-  (``refit=False``), as a user who tunes privately would run it;
+  (``"auto"`` and four fixed alphas) with its default method, at the same
+  *total* epsilon (and delta) as one fit, as a user who tunes privately would
+  run it;
 * ``oracle, pure`` / ``delta 1e-6``: the best alpha of :data:`ORACLE_ALPHAS`
   *chosen on the test fold* (a reference a user cannot reach);
 * ``diffprivlib default``: ``diffprivlib.models.LogisticRegression(epsilon=eps)``,
@@ -42,8 +43,9 @@ from . import _common as C
 
 EPSILONS = (0.05, 0.1, 0.5, 1.0, 2.0)
 DELTA = 1e-6
-ORACLE_ALPHAS = tuple(10.0 ** e for e in np.arange(-6.0, 0.01, 0.5))
-SEARCH_GRID = {"alpha": [1e-5, 1e-4, 1e-3, 1e-2, 1e-1]}
+ORACLE_ALPHAS = tuple(10.0 ** e for e in np.arange(-5.0, 0.01, 0.5))
+#: A grid a user would write next to the default: the rule and four fixed values.
+SEARCH_GRID = {"alpha": ["auto", 1e-4, 1e-3, 1e-2, 1e-1]}
 
 # name: (n, d, separation ||w*||, share of positives, share of non-zero features)
 FAMILIES = {
@@ -89,7 +91,7 @@ def _dpsk_rows(X, y, train, test, eps, seed):
                                      random_state=C.seed_for(seed, 1, int(delta > 0)))
         out[f"dpsk default, {tag}"] = C.fit_and_score(model, Xtr, ytr, Xte, yte)
         search = DPGridSearch(DPLogisticRegression(delta=delta, classes=[0, 1]), SEARCH_GRID,
-                              epsilon=eps, accountant=BudgetAccountant(),
+                              epsilon=eps, delta=delta, accountant=BudgetAccountant(),
                               random_state=C.seed_for(seed, 2, int(delta > 0)))
         out[f"dpsk search, {tag}"] = C.fit_and_score(search, Xtr, ytr, Xte, yte)
         best = None

@@ -19,6 +19,10 @@ from dpsk import (
     default_accountant,
 )
 
+# These ledger tests fit with undeclared classes for brevity; the warning
+# itself is tested in test_fit_protocol.py.
+pytestmark = pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")
+
 
 @pytest.fixture(scope="module")
 def data():
@@ -209,6 +213,7 @@ def test_wrong_accountant_type(data):
 
 
 # -- accounting through scikit-learn ----------------------------------------------------
+@pytest.mark.filterwarnings("ignore::dpsk.NonPrivateSelectionWarning")
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_grid_search_cv_charges_every_fit(n_jobs, data):
     X, y = data
@@ -225,6 +230,7 @@ def test_grid_search_cv_charges_every_fit(n_jobs, data):
     assert search.best_estimator_.accountant is acc
 
 
+@pytest.mark.filterwarnings("ignore::dpsk.NonPrivateSelectionWarning")
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_cross_val_score_charges_every_fold(n_jobs, data):
     X, y = data
@@ -240,6 +246,7 @@ def test_context_ledger_reaches_worker_processes(data):
     assert acc.total()[0] == pytest.approx(0.3, rel=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::dpsk.NonPrivateSelectionWarning")
 def test_budget_exceeded_inside_grid_search(data):
     X, y = data
     acc = BudgetAccountant(epsilon=0.25)

@@ -29,6 +29,10 @@ from hypothesis.extra import numpy as hnp
 from dpsk import BudgetAccountant, BudgetExceededError, DPHuberSVM, DPLogisticRegression
 from dpsk._data._design import clip_rows
 
+# The refusal tests fit with undeclared classes; the warning itself is tested
+# in test_fit_protocol.py.
+pytestmark = pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")
+
 
 def _estimator_factories():
     """Every public estimator, with small settings so fits are quick."""

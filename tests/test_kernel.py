@@ -14,6 +14,10 @@ from dpsk.kernel import DPKernelClassifier
 from dpsk.kernel import _random_features as rf
 from dpsk.mechanisms._random import public_rng
 
+# These fits leave classes undeclared for brevity; the warning itself is
+# tested in test_fit_protocol.py.
+pytestmark = pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")
+
 
 @pytest.fixture(scope="module")
 def circles():

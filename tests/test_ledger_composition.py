@@ -20,6 +20,10 @@ from dpsk import (
     PureDPEvent,
 )
 
+# These ledger tests fit with undeclared classes for brevity; the warning
+# itself is tested in test_fit_protocol.py.
+pytestmark = pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")
+
 EVENTS = [PureDPEvent(0.5), PureDPEvent(0.2, mechanism="laplace"), ApproxDPEvent(1.0, 1e-7),
           GaussianEvent(noise_multiplier=3.0, delta=1e-7), ExponentialEvent(0.3)]
 

@@ -25,7 +25,10 @@ from dpsk import (
     default_accountant,
 )
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="fork and flock are POSIX")
+# These ledger tests fit with undeclared classes for brevity; the warning
+# itself is tested in test_fit_protocol.py.
+pytestmark = [pytest.mark.skipif(os.name != "posix", reason="fork and flock are POSIX"),
+              pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")]
 
 _OK, _EXCEEDED, _UNREACHABLE, _OTHER = 0, 3, 4, 1
 

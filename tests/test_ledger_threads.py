@@ -12,6 +12,10 @@ from sklearn.model_selection import cross_val_score
 
 from dpsk import BudgetAccountant, DPLogisticRegression, default_accountant
 
+# These ledger tests fit with undeclared classes for brevity; the warning
+# itself is tested in test_fit_protocol.py.
+pytestmark = pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")
+
 
 @pytest.fixture(scope="module")
 def data():
@@ -72,6 +76,7 @@ def test_asyncio_tasks_each_see_their_own_block(data):
     assert len(ledgers[1].spends) == 3
 
 
+@pytest.mark.filterwarnings("ignore::dpsk.NonPrivateSelectionWarning")
 def test_pool_threads_charge_the_only_open_block(data):
     # Threads do not inherit context variables; pool threads serving a with-block
     # must still charge it rather than the process-wide ledger.

@@ -11,6 +11,10 @@ import dpsk.mechanisms._erm
 from dpsk import BudgetAccountant, DPHuberSVM, DPLogisticRegression
 from dpsk._data._design import INTERCEPT_SCALE, design_matrix, row_norms
 
+# These fits leave classes undeclared for brevity; the warning itself is
+# tested in test_fit_protocol.py.
+pytestmark = pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")
+
 ESTIMATORS = [DPLogisticRegression, DPHuberSVM]
 
 
@@ -109,6 +113,7 @@ def test_random_state(perturbation):
             DPLogisticRegression(random_state=bad, **kw).fit(X, y)
 
 
+@pytest.mark.filterwarnings("ignore::dpsk.PrivacyBudgetWarning")
 def test_intercept_is_a_regularised_constant_feature():
     X, y = _blobs()
     Z = design_matrix(X * 3, data_norm=1.0, fit_intercept=True)
@@ -157,6 +162,7 @@ def test_sparse_input_matches_dense():
                                sparse.decision_function(sp.csr_matrix(X)), atol=1e-8)
 
 
+@pytest.mark.filterwarnings("ignore::dpsk.PrivacyBudgetWarning")
 @pytest.mark.parametrize("Est", ESTIMATORS)
 def test_objective_perturbation_noise_shrinks_with_epsilon(Est):
     X, y = _blobs(n=2000)

@@ -34,6 +34,10 @@ from dpsk.mechanisms._noise import (
 )
 from dpsk.mechanisms._random import NoiseSource
 
+# These fits leave classes undeclared for brevity; the warning itself is
+# tested in test_fit_protocol.py.
+pytestmark = pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")
+
 #: Significance level of every goodness-of-fit test below: a correct
 #: implementation fails one of them with probability 1e-3 over random seeds.
 #: Across the ~40 statistical checks in this file that is a ~4% family-wise

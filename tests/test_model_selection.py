@@ -16,6 +16,10 @@ from dpsk.mechanisms._random import NoiseSource
 from dpsk.model_selection import DPGridSearch, _search
 from dpsk.model_selection._search import _select_candidate, _split_parts
 
+# The searches here and scikit-learn's checks fit with undeclared classes on
+# purpose.
+pytestmark = pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")
+
 GRID = {"alpha": [1e-3, 1e-2, 1e-1]}
 
 

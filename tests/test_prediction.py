@@ -34,6 +34,10 @@ from dpsk import BudgetAccountant, BudgetExceededError, DPPredictionEnsemble, Ex
 from dpsk.prediction import TeachersInPickleWarning
 from dpsk.prediction._vote import paper_n_teachers, private_vote, vote_counts, vote_probabilities
 
+# The ensembles here read their classes from y on purpose (scikit-learn's
+# checks among them).
+pytestmark = pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")
+
 P_THRESHOLD = 1e-3
 SMALLER = 0.9  # noise 10% too small: the logits scaled by 1 / 0.9
 

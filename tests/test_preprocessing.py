@@ -159,7 +159,8 @@ def test_safe_pipeline_fits_and_charges_once():
     acc = BudgetAccountant(epsilon=1.0)
     pipe = make_pipeline(
         BoundedScaler(0, 100), RowNormClipper(np.sqrt(3)),
-        DPLogisticRegression(epsilon=0.5, data_norm=np.sqrt(3), accountant=acc, random_state=0),
+        DPLogisticRegression(epsilon=0.5, data_norm=np.sqrt(3), accountant=acc, random_state=0,
+                             classes=[0, 1]),
     )
     pipe.fit(X, y)
     assert acc.spends == [(0.5, 0.0)]
@@ -219,7 +220,7 @@ def test_check_pipeline_nested():
 def test_check_pipeline_works_on_fitted_pipelines():
     rng = np.random.default_rng(0)
     X, y = rng.uniform(0, 0.5, size=(60, 2)), np.repeat([0, 1], 30)
-    pipe = make_pipeline(StandardScaler(), DPLogisticRegression(random_state=0))
+    pipe = make_pipeline(StandardScaler(), DPLogisticRegression(random_state=0, classes=[0, 1]))
     with pytest.warns(LeakyPipelineWarning):
         pipe.fit(X, y)
     assert check_pipeline(pipe) == ["standardscaler"]
@@ -468,6 +469,8 @@ def test_looking_for_the_pipeline_keeps_no_caller_locals_alive():
     assert caller()
 
 
+@pytest.mark.filterwarnings("ignore::dpsk.LeakyPipelineWarning")
+@pytest.mark.filterwarnings("ignore::dpsk.NonPrivateSelectionWarning")
 def test_plain_pipeline_warns_through_model_selection():
     X, y = _blobs(3)
     pipe = make_pipeline(StandardScaler(), DPLogisticRegression(classes=[0, 1], random_state=0))

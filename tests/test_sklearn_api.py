@@ -1,5 +1,6 @@
 """scikit-learn's own estimator checks over every public dpsk estimator."""
 
+import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dpsk import (
@@ -9,6 +10,10 @@ from dpsk import (
     DPStabilityPredictor,
     DPTiltedLogisticRegression,
 )
+
+# scikit-learn's estimator checks fit on labels they choose, so classes stay
+# undeclared on purpose.
+pytestmark = pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")
 
 ESTIMATORS = [
     DPLogisticRegression(),

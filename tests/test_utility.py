@@ -190,6 +190,7 @@ def test_noise_law_is_the_one_private_erm_draws(monkeypatch, perturbation, delta
     assert seen[0] == pytest.approx(scale, rel=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::dpsk.utility.ProbeRangeWarning")
 def test_probe_charges_the_probe_and_nothing_else(data):
     X, y = data
     acc = BudgetAccountant(epsilon=2.0)
@@ -219,6 +220,7 @@ def test_probe_inverse_extrapolation_is_exact_for_output_perturbation(data):
         assert loss == pytest.approx(np.mean(np.logaddexp(0, -margins)), rel=1e-4)
 
 
+@pytest.mark.filterwarnings("ignore::dpsk.utility.ProbeRangeWarning")
 def test_probe_kernel_and_refusals(data):
     X, y = data
     kernel = DPKernelClassifier(alpha=1e-2, n_components=20, epsilon=1.0, random_state=0,
