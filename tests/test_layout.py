@@ -272,6 +272,8 @@ def test_seeded_release_bits_unchanged_by_the_move(name):
     assert _bits(estimator) == expected
 
 
+@pytest.mark.skipif(int(np.__version__.split(".")[0]) < 2,
+                    reason="written with numpy 2, whose pickles numpy 1 cannot read")
 def test_pickles_of_the_previous_layout_load():
     from sklearn.exceptions import InconsistentVersionWarning
 
