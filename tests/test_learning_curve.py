@@ -100,3 +100,10 @@ def test_plot(curve):
     matplotlib.use("Agg")
     ax = curve.plot()
     assert len(ax.get_lines()) == 2
+
+
+def test_an_interval_end_beyond_the_sizes_is_said_in_words():
+    needed = RowsNeeded(metric="accuracy", target=0.8, epsilon=1.0, n_samples=9286.0,
+                        low=5176.0, high=float("nan"), confidence=0.9, below_grid=False,
+                        above_grid=False)
+    assert "[5,176, beyond the sizes measured]" in str(needed)

@@ -60,9 +60,13 @@ class RowsNeeded:
                     f"{self.epsilon:g} with the training-set sizes measured; measure larger "
                     "ones (more public data).")
         where = "<= " if self.below_grid else ""
+
+        def end(value):
+            return "beyond the sizes measured" if np.isnan(value) else f"{value:,.0f}"
+
         return (f"{where}{self.n_samples:,.0f} training rows for {self.metric} "
                 f"{'>=' if self.metric == 'accuracy' else '<='} {self.target:g} at epsilon="
-                f"{self.epsilon:g} (interval [{self.low:,.0f}, {self.high:,.0f}], "
+                f"{self.epsilon:g} (interval [{end(self.low)}, {end(self.high)}], "
                 f"confidence {self.confidence:g})")
 
 
