@@ -61,6 +61,7 @@ from dpsk import (
     DPKernelClassifier,
     DPLogisticRegression,
     DPRobustLogisticRegression,
+    DPLinearSVC,
     DPTiltedLogisticRegression,
     PrivateFitError,
 )
@@ -173,6 +174,8 @@ AUDITED = [
     Config("tilted-pure-3class", _simple(DPTiltedLogisticRegression, alpha=0.1, tilt=1.0), 3),
     Config("tilted-gaussian-binary",
            _simple(DPTiltedLogisticRegression, alpha=0.1, tilt=0.5, delta=1e-5)),
+    Config("svc-pure-3class", _simple(DPLinearSVC, alpha=0.1), 3),
+    Config("svc-gaussian-binary", _simple(DPLinearSVC, alpha=0.1, delta=1e-5)),
 ]
 
 #: The noisy release: compared by shape and dtype only.

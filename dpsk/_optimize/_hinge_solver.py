@@ -68,9 +68,14 @@ def _primal_point(X, y, lam, max_iter):
     """liblinear's dual coordinate descent (Hsieh et al. 2008) through scikit-learn.
 
     ``LinearSVC`` minimises ``(1/2) ||w||^2 + C sum_i max(0, 1 - y_i w.x_i)``,
-    which is ``F / lam`` at ``C = 1 / (n lam)``. No intercept: an intercept
+    which is ``F / lam`` at ``C = 1 / (n lam)``. Only a starting point: the
+    certificate decides. No intercept: an intercept
     column, if any, is part of ``X`` and regularised like the other weights.
     """
+    if np.all(y == y[0]):
+        # liblinear needs both labels; a one-label problem (a declared class
+        # absent from the data, one-vs-rest) starts from a smoothed solve.
+        return minimize_regularized_loss(HuberLoss(1e-4), X, y, lam, tol=1e-10).w
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         svc = LinearSVC(loss="hinge", dual=True, fit_intercept=False, C=1.0 / (X.shape[0] * lam),
