@@ -32,7 +32,12 @@ import numpy as np
 from scipy.special import expit
 
 from .._optimize._hinge_solver import minimize_hinge
-from .._optimize._robust_solver import minimize_robust_logistic, robust_curvature
+from .._optimize._robust_solver import (
+    minimize_robust_logistic,
+    minimize_robust_logistic_linf,
+    robust_curvature,
+    robust_linf_curvature,
+)
 from .._optimize._tilted_solver import minimize_tilted_logistic
 from .._silence import silenced
 from ._erm import _draw, _noise_plan
@@ -40,7 +45,8 @@ from ._noise import add_on_grid
 
 __all__ = ["private_robust_erm", "robust_sensitivity", "RobustLogisticConstants",
            "private_tilted_erm", "tilted_sensitivity", "TiltedLogisticConstants",
-           "private_hinge_erm", "HingeConstants", "hinge_solver_distance"]
+           "private_hinge_erm", "HingeConstants", "hinge_solver_distance",
+           "private_robust_linf_erm", "robust_linf_sensitivity", "RobustLinfConstants"]
 
 
 @dataclass(frozen=True)
@@ -260,3 +266,71 @@ def private_hinge_erm(Z, y, epsilon, alpha, rng, gap=1e-10, delta=0.0, n_problem
     tol = alpha * hinge_solver_distance(gap, alpha)
     return _output_release(HingeConstants(), Z.shape, solve, epsilon, alpha, rng, tol, delta,
                            n_problems)
+
+
+def robust_linf_sensitivity(n, alpha, radius, n_perturbed):
+    """How far one row moves the exact L-infinity robust minimiser.
+
+    ``Delta = max(2, 1 + r sqrt(k)) / (n alpha)``.
+
+    Derivation (rows of norm <= 1, labels +-1, ``k`` perturbed coordinates;
+    ``docs/beyond_erm.rst`` has it at length). As for the L2 model, for exact
+    minimisers ``w1, w2`` of neighbouring objectives, ``alpha ||w1 - w2||^2 <=
+    (F1 - F2)(w2) - (F1 - F2)(w1)``, and ``F1 - F2 = (f_i - f_i') / n``. Its
+    gradient at any ``w`` is ``(1/n)`` times ``-a y z + b y' z' + r (a - b) u``
+    with ``a = -l'(m_i)``, ``b = -l'(m'_i)`` in ``[0, 1]`` and ``u`` the
+    gradient of the smoothed ``||P w||_1``, ``||u|| < sqrt(k)`` (the shared
+    term ``r N_1(w)`` enters both rows' margins, so its gradient appears with
+    the *difference* ``a - b``). Its norm is at most ``a + b + r sqrt(k) |a -
+    b|``, a convex function of ``(a, b)`` whose maximum on the unit square is at
+    a corner: ``max(2, 1 + r sqrt(k))``. So ``F1 - F2`` is ``max(2, 1 + r
+    sqrt(k)) / n``-Lipschitz and ``||w1 - w2|| <= max(2, 1 + r sqrt(k)) / (n
+    alpha)``. It grows with ``sqrt(k)`` once ``r sqrt(k) > 1``: the L2 norm of
+    ``sign(w)`` is ``sqrt(k)``, the dual-norm price of an L-infinity adversary.
+    """
+    k = max(int(n_perturbed), 1)
+    return max(2.0, 1.0 + float(radius) * math.sqrt(k)) / (n * alpha)
+
+
+@dataclass(frozen=True)
+class RobustLinfConstants:
+    """The L-infinity robust logistic loss's constants, for ``dpsk.mechanisms._erm._noise_plan``.
+
+    ``lipschitz = max(1, (1 + r sqrt(k)) / 2)`` is the sensitivity in Algorithm 1's
+    units (``2 lipschitz / (n alpha)`` is :func:`robust_linf_sensitivity`);
+    ``curvature`` is ``dpsk._optimize._robust_solver.robust_linf_curvature``.
+    """
+
+    radius: float
+    n_perturbed: int
+    n_outputs: int = 1
+
+    @property
+    def lipschitz(self):
+        return max(1.0, 0.5 * (1.0 + self.radius * math.sqrt(max(self.n_perturbed, 1))))
+
+    @property
+    def curvature(self):
+        return robust_linf_curvature(self.radius, self.n_perturbed)
+
+
+def private_robust_linf_erm(Z, y, radius, n_perturbed, epsilon, alpha, rng, tol=1e-10,
+                            delta=0.0, n_problems=1):
+    """Release one L-infinity robust logistic model; the releases are ``(epsilon, delta)``-DP.
+
+    Guarantee: as :func:`private_robust_erm`, with ``Delta =``
+    :func:`robust_linf_sensitivity` ``+ 2 tol / alpha + 2 rounding``, for the
+    objective ``(1/n) sum_i l(y_i w.z_i - r N_1(w)) + (alpha/2) ||w||^2``
+    (``N_1`` the smoothed L1 norm of the ``n_perturbed`` leading coordinates,
+    ``dpsk._optimize._robust_solver._RobustLinfObjective``). Conditions: rows
+    of ``Z`` of norm <= 1, ``y`` in {-1, +1}, ``n`` public.
+
+    Returns
+    -------
+    w : ndarray of shape (d,)
+    """
+    def solve(solver_tol):
+        return minimize_robust_logistic_linf(Z, y, alpha, radius, n_perturbed, tol=solver_tol).w
+
+    constants = RobustLinfConstants(float(radius), int(n_perturbed))
+    return _output_release(constants, Z.shape, solve, epsilon, alpha, rng, tol, delta, n_problems)
