@@ -119,12 +119,13 @@ def robust_accuracy(model, X, y, radius, norm=2):
 
 
 class DPRobustLogisticRegression(_OutputOnlyClassifier):
-    __doc__ = f"""Logistic regression trained against L2 or L-infinity input perturbations, privately.
+    __doc__ = f"""Logistic regression trained against L2 or L-infinity perturbations, privately.
 
     Minimises the adversarial (worst-case) logistic loss: each training row is
-    scored at the worst feature perturbation of L2 norm ``radius``, which for a
-    linear model is the margin ``y w.x - radius ||w||`` (the intercept is not
-    an input, so it is not perturbed). Then noise is added to the minimiser
+    scored at the worst feature perturbation of norm ``radius``, which for a
+    linear model is the margin ``y w.x - radius ||w||`` (L2, ``norm=2``) or ``y
+    w.x - radius ||w||_1`` (L-infinity, ``norm="inf"``); the intercept is not
+    an input, so it is not perturbed. Then noise is added to the minimiser
     (output perturbation, Algorithm 1 of Chaudhuri, Monteleoni and Sarwate
     2011, as Lowy and Razaviyayn, Section 5.2, adapt it to robust training).
 
@@ -132,8 +133,9 @@ class DPRobustLogisticRegression(_OutputOnlyClassifier):
     (``delta = 0``, Gamma-norm noise) or ``(epsilon, delta)``-DP (``delta >
     0``, analytic Gaussian mechanism of Balle and Wang 2018) with respect to
     replacing one training row. The noise is calibrated to the sensitivity
-    ``2 (1 + r) / (n alpha)`` of the exact minimiser (``r`` the radius on the
-    rescaled rows, ``radius / data_norm`` times ``1/sqrt(2)`` with an
+    ``2 (1 + r) / (n alpha)`` of the exact minimiser (L2; ``max(2, 1 + r
+    sqrt(k)) / (n alpha)`` for L-infinity, ``k`` features; ``r`` the radius on
+    the rescaled rows, ``radius / data_norm`` times ``1/sqrt(2)`` with an
     intercept), derived in ``dpsk.mechanisms._beyond_erm`` and ``docs/beyond_erm.rst``,
     plus the certified solver's distance and the release-grid rounding.
     Conditions, all enforced: rows clipped to ``data_norm``; labels mapped to
