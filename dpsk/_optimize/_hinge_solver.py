@@ -47,6 +47,8 @@ __all__ = ["minimize_hinge", "certified_gap", "HingeResult", "fallback_huber_wid
 
 #: Widths of the margin band tried when fitting a dual point to liblinear's ``w``.
 _BAND_WIDTHS = (1e-9, 1e-7, 1e-5, 1e-3)
+#: Huber widths of the second attempt (each warm-started from the last).
+_CONTINUATION_WIDTHS = (1e-3, 1e-5, 1e-6, 1e-7)
 #: Most rows of a band fitted by dense bounded least squares.
 _MAX_BAND_ROWS = 2000
 
@@ -204,9 +206,11 @@ def minimize_hinge(X, y, lam, gap=1e-10, max_iter=50000):
 
     * dual: liblinear's dual coordinate descent gives ``w``; a dual point is
       fitted to it (:func:`_dual_from_primal`, a few band widths), or both
-      are refined on the band (:func:`_polish`); a pair is
-      accepted iff :func:`certified_gap` ``<= gap`` (then the distance bound
-      is the module's inequality, in floating point).
+      are refined on the band (:func:`_polish`); else Huber continuation
+      (widths ``1e-3`` to ``1e-7``, the Huber minimiser with its own dual point
+      ``beta_i = -l_h'(m_i)``); a pair is accepted iff :func:`certified_gap`
+      ``<= gap`` (then the distance bound is the module's inequality, in
+      floating point).
     * fallback: the Huber-smoothed objective with ``h = 2 gap``
       (:func:`fallback_huber_width`: its minimiser is within ``sqrt(2 gap /
       lam) / 2``) solved by ``dpsk._optimize._binary.minimize_regularized_loss`` to
@@ -257,6 +261,16 @@ def minimize_hinge(X, y, lam, gap=1e-10, max_iter=50000):
             certified = certified_gap(X, y, lam, *polished)
             if certified <= gap:
                 return HingeResult(polished[0], "dual", certified)
+    # Second attempt: Huber continuation. The Huber minimiser's own dual point
+    # (beta = -l_h'(m)) has a gap of order h, and Newton handles moderate h well.
+    w_h = w
+    for h in _CONTINUATION_WIDTHS:
+        loss = HuberLoss(h)
+        w_h = minimize_regularized_loss(loss, X, y, lam, tol=1e-10, w0=w_h).w
+        beta_h = -loss.derivative(y * np.asarray(X @ w_h).ravel())
+        certified = certified_gap(X, y, lam, w_h, beta_h)
+        if certified <= gap:
+            return HingeResult(w_h, "dual", certified)
     loss = HuberLoss(fallback_huber_width(gap))
     w_h = minimize_regularized_loss(loss, X, y, lam,
                                     tol=0.5 * lam * math.sqrt(2.0 * gap / lam)).w
