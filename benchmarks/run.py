@@ -27,7 +27,9 @@ multiclass   digits and a 7-class synthetic set: one-vs-rest vs multinomial
              DPLogisticRegression (multinomial if available) at the same total
              (epsilon, delta), every perturbation, best alpha per epsilon (oracle)
 beyond-erm   Adult, robust accuracy of DPRobustLogisticRegression vs DPLogisticRegression at
-             radii 0.05/0.1/0.2 (and tilted ERM's worst-group error, when available)
+             radii 0.05/0.1/0.2 (and tilted ERM's worst-group error, when available);
+             DPLinearSVC vs DPHuberSVM/DPLogisticRegression (output, pure epsilon);
+             L-infinity robust accuracy (--parts svc linf runs only the last two)
 defaults     what a user gets: dpsk's defaults and default search (pure and delta 1e-6) vs
              the oracle alpha, diffprivlib's default and oracle, and non-private, on
              Adult and three generated families, same splits

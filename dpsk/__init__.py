@@ -30,6 +30,7 @@ from .accounting import (
 from .kernel import DPKernelClassifier
 from .linear_model import (
     DPHuberSVM,
+    DPLinearSVC,
     DPLogisticRegression,
     DPRobustLogisticRegression,
     DPTiltedLogisticRegression,
@@ -72,6 +73,7 @@ __all__ = [
     "make_private_pipeline",
     "DPLogisticRegression",
     "DPHuberSVM",
+    "DPLinearSVC",
     "DPRobustLogisticRegression",
     "DPTiltedLogisticRegression",
     "robust_accuracy",

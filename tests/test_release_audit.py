@@ -68,6 +68,7 @@ from dpsk import (
     DPGridSearch,
     DPHuberSVM,
     DPKernelClassifier,
+    DPLinearSVC,
     DPLogisticRegression,
     DPRobustLogisticRegression,
     DPTiltedLogisticRegression,
@@ -202,6 +203,12 @@ AUDITED = [
     Config("tilted-pure-3class", _simple(DPTiltedLogisticRegression, alpha=0.1, tilt=1.0), 3),
     Config("tilted-gaussian-binary",
            _simple(DPTiltedLogisticRegression, alpha=0.1, tilt=0.5, delta=1e-5)),
+    Config("robust-linf-pure-binary",
+           _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, norm="inf")),
+    Config("robust-linf-gaussian-3class",
+           _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, norm="inf", delta=1e-5), 3),
+    Config("svc-pure-3class", _simple(DPLinearSVC, alpha=0.1), 3),
+    Config("svc-gaussian-binary", _simple(DPLinearSVC, alpha=0.1, delta=1e-5)),
 ]
 
 #: The noisy release: compared by shape and dtype only (``lower_``/``upper_``:

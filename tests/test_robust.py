@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from scipy.optimize import minimize
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dpsk.mechanisms._beyond_erm as robust_erm_module
 from dpsk import (
@@ -15,8 +16,18 @@ from dpsk import (
     PureDPEvent,
     robust_accuracy,
 )
-from dpsk._optimize._robust_solver import _RobustObjective, minimize_robust_logistic
-from dpsk.mechanisms._beyond_erm import private_robust_erm, robust_sensitivity
+from dpsk._optimize._robust_solver import (
+    _RobustLinfObjective,
+    _RobustObjective,
+    minimize_robust_logistic,
+    minimize_robust_logistic_linf,
+)
+from dpsk.mechanisms._beyond_erm import (
+    private_robust_erm,
+    private_robust_linf_erm,
+    robust_linf_sensitivity,
+    robust_sensitivity,
+)
 from dpsk.mechanisms._noise import (
     analytic_gaussian_sigma,
     output_perturbation_beta,
@@ -286,3 +297,186 @@ def test_robust_accuracy_is_exact(n_classes):
             e = -radius * direction / np.linalg.norm(direction)
             broken[i] |= clf.predict((X[i] + e)[None])[0] != y[i]
     assert robust_accuracy(clf, X, y, radius) == pytest.approx(np.mean(~broken))
+
+
+# -- L-infinity robustness (norm="inf") ---------------------------------------------------------
+
+def _exact_linf(Z, y, alpha, r):
+    return minimize_robust_logistic_linf(Z, y, alpha, r, Z.shape[1] - 1, tol=EXACT_TOL).w
+
+
+@pytest.mark.parametrize("r", [0.0, 0.1, 0.5])
+def test_linf_solver_matches_bfgs_and_certifies(r):
+    Z, y = _problem(200, 5, 1)
+    res = minimize_robust_logistic_linf(Z, y, 0.01, r, 4, tol=1e-10)
+    obj = _RobustLinfObjective(Z, y, 0.01, r, 4)
+    g, err = obj.certificate(res.w)
+    assert g + err <= 1e-10
+    ref = minimize(lambda w: obj.value_and_grad(w)[0], np.zeros(5), jac=obj.grad,
+                   method="BFGS", options={"gtol": 1e-12}).x
+    assert np.linalg.norm(ref - res.w) < 1e-7
+    # The Hessian (used by Newton) is the gradient's derivative.
+    w, eye, h = res.w + 0.05, np.eye(5), 1e-6
+    numeric = np.array([(obj.grad(w + h * eye[j]) - obj.grad(w - h * eye[j])) / (2 * h)
+                        for j in range(5)])
+    np.testing.assert_allclose(obj.hessian_at(w), numeric, atol=1e-6)
+    np.testing.assert_allclose(obj.hessp_at(w)(np.ones(5)), obj.hessian_at(w).sum(axis=1),
+                               atol=1e-12)
+
+
+def test_linf_fallback_reaches_the_radius():
+    Z, y = _problem(100, 4, 2)
+    obj = _RobustLinfObjective(Z, y, 0.05, 0.2, 3)
+    from dpsk._optimize._solver import _accelerated_gradient
+    w, _ = _accelerated_gradient(obj, np.zeros(4), obj.gradient_bound_at_zero(), 1e-8)
+    assert np.linalg.norm(w - _exact_linf(Z, y, 0.05, 0.2)) <= 1e-8 / 0.05
+
+
+def test_linf_worst_case_margin_is_attained():
+    """``y w.x - r ||w_feat||_1`` is the smallest margin over ``||e||_inf <= r``."""
+    rng = np.random.default_rng(3)
+    w, x, r = rng.normal(size=4), rng.normal(size=4), 0.3
+    worst = w @ x - r * np.abs(w[:3]).sum()
+    e = np.zeros(4)
+    e[:3] = -r * np.sign(w[:3])
+    assert np.isclose(w @ (x + e), worst)
+    for _ in range(200):
+        e = np.zeros(4)
+        e[:3] = rng.uniform(-r, r, size=3)
+        assert w @ (x + e) >= worst - 1e-12
+
+
+@pytest.mark.parametrize("r", [0.0, 0.3, 1.5])
+def test_linf_sensitivity_on_random_neighbours(r):
+    ratios = random_neighbour_ratios(lambda Z, y: _exact_linf(Z, y, 0.05, r),
+                                     robust_linf_sensitivity(40, 0.05, r, 3), seed=1)
+    assert ratios.max() <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("r", [0.3, 1.5])
+def test_linf_sensitivity_on_adversarial_rows(r):
+    """Outliers along ``w`` and along ``sign(w)`` (the direction of the adversary's term)."""
+    alpha, n, d = 0.05, 30, 4
+    bound = robust_linf_sensitivity(n, alpha, r, d - 1)
+    ratios = adversarial_ratios(lambda Z, y: _exact_linf(Z, y, alpha, r), bound, seed=7)
+    Z, y = _problem(n, d, 7)
+    w = _exact_linf(Z, y, alpha, r)
+    for i in range(0, n, 3):
+        Z2, y2 = Z.copy(), y.copy()
+        Z2[i] = 0.0
+        Z2[i, :d - 1] = np.sign(w[:d - 1]) / np.sqrt(d - 1)
+        y2[i] = -1.0
+        ratios = np.append(ratios, np.linalg.norm(_exact_linf(Z2, y2, alpha, r) - w) / bound)
+    assert ratios.max() <= 1.0 + 1e-9
+    assert ratios.max() > 0.05
+
+
+def test_linf_sensitivity_grows_with_sqrt_k():
+    assert robust_linf_sensitivity(10, 1.0, 0.1, 4) == pytest.approx(0.2)  # 1 + 0.2 < 2
+    assert robust_linf_sensitivity(10, 1.0, 0.5, 100) == pytest.approx(0.6)  # 1 + 5
+
+
+LINF_R = 1.5
+
+
+def _linf_rounding():
+    constants = robust_erm_module.RobustLinfConstants(LINF_R, D - 1)
+    grid = release_grid(2.0 * constants.lipschitz / (N * ALPHA), D)
+    return rounding_radius(grid, D)
+
+
+def _linf_lipschitz():
+    """Derived independently: (n alpha / 2) times max(2, 1 + r sqrt(k)) / (n alpha)."""
+    return max(2.0, 1.0 + LINF_R * np.sqrt(D - 1)) / 2.0
+
+
+def _linf_noise(delta, seed):
+    Z, y = _problem(N, D, seed)
+    exact = _exact_linf(Z, y, ALPHA, LINF_R)
+    releases = np.array([
+        private_robust_linf_erm(Z, y, LINF_R, D - 1, EPSILON, ALPHA,
+                                NoiseSource.seeded([seed, k]), tol=TOL, delta=delta)
+        for k in range(N_RELEASES)
+    ])
+    return releases - exact
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-5])
+def test_linf_noise_law(delta):
+    noise = _linf_noise(delta, 51 if delta == 0 else 52)
+    if delta == 0:
+        check_gamma_noise(noise, output_perturbation_beta(
+            EPSILON, N, ALPHA, _linf_lipschitz(), solver_tol=TOL, rounding=_linf_rounding()))
+    else:
+        sens = output_perturbation_sensitivity(N, ALPHA, _linf_lipschitz(), solver_tol=TOL,
+                                               rounding=_linf_rounding())
+        check_normal_noise(noise, analytic_gaussian_sigma(EPSILON, delta, sens))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutation", ["shrink", "l2-constant"])
+def test_linf_mutation_is_caught(mutation, monkeypatch):
+    if mutation == "shrink":
+        shrink_plan(monkeypatch)
+    else:  # the plausible bug: the L2 model's 1 + r, without sqrt(k)
+        monkeypatch.setattr(robust_erm_module.RobustLinfConstants, "lipschitz",
+                            property(lambda self: 1.0 + self.radius / 2))
+    with pytest.raises(AssertionError, match="calibrated law rejected"):
+        test_linf_noise_law(0.0)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_linf_robust_accuracy_is_exact(n_classes):
+    """Unclipped rows: the corner attack ``-radius sign(direction)`` breaks exactly the others."""
+    X, y = _data(200, 2, n_classes)
+    clf = DPRobustLogisticRegression(radius=0.1, norm="inf", epsilon=10.0, alpha=1e-2,
+                                     classes=list(range(n_classes)), data_norm=10.0,
+                                     accountant=BudgetAccountant(), random_state=0).fit(X, y)
+    radius = 0.15
+    W = np.atleast_2d(clf.coef_)
+    broken = np.zeros(len(y), dtype=bool)
+    for i in range(len(y)):
+        for k in range(len(clf.classes_)):
+            if W.shape[0] == 1:
+                direction = W[0] * (1.0 if y[i] == clf.classes_[1] else -1.0)
+            else:
+                direction = W[y[i]] - W[k]
+            broken[i] |= clf.predict((X[i] - radius * np.sign(direction))[None])[0] != y[i]
+    assert robust_accuracy(clf, X, y, radius, norm="inf") == pytest.approx(np.mean(~broken))
+    assert clf.robust_score(X, y) == robust_accuracy(clf, X, y, 0.1, norm="inf")
+
+
+def test_linf_robust_accuracy_is_a_lower_bound_when_clipping():
+    """Rows near the clipping sphere: every certified row survives random box attacks."""
+    X, y = _data(200, 3)
+    clf = DPRobustLogisticRegression(radius=0.1, norm="inf", epsilon=10.0, alpha=1e-2,
+                                     classes=[0, 1], data_norm=0.6,
+                                     accountant=BudgetAccountant(), random_state=0).fit(X, y)
+    radius = 0.1
+    rng = np.random.default_rng(0)
+    attacks = np.vstack([rng.choice([-1.0, 1.0], size=(64, 3)), rng.uniform(-1, 1, (64, 3))])
+    survived = np.array([np.all(clf.predict(X[i] + radius * attacks) == y[i])
+                         for i in range(len(y))])
+    assert robust_accuracy(clf, X, y, radius, norm="inf") <= survived.mean()
+
+
+def test_linf_bad_norm_is_refused_free():
+    X, y = _data()
+    acc = BudgetAccountant()
+    for bad in (1, "l1", 3.0):
+        with pytest.raises(ValueError):
+            DPRobustLogisticRegression(norm=bad, classes=[0, 1], accountant=acc).fit(X, y)
+    assert acc.spends == []
+    clf = DPRobustLogisticRegression(classes=[0, 1], accountant=acc, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="norm"):
+        robust_accuracy(clf, X, y, 0.1, norm=1)
+
+
+def test_linf_events_and_spend():
+    check_events_and_spend(DPRobustLogisticRegression, radius=0.1, norm="inf")
+
+
+@parametrize_with_checks([DPRobustLogisticRegression(norm="inf"),
+                          DPRobustLogisticRegression(norm="inf", delta=1e-5)])
+def test_linf_sklearn_compatible(estimator, check):
+    check(estimator)

@@ -69,15 +69,18 @@ class _OutputOnlyClassifier(BaseDPLinearClassifier):
     def _release_one(self, Z, t, n_features, epsilon, delta, alpha, rng, n_problems):
         raise NotImplementedError
 
-    def _constants(self, n):
-        """``(loss, loss_at)`` for the alpha rule: the objective's public constants."""
+    def _constants(self, n, n_features):
+        """``(loss, loss_at)`` for the alpha rule: the objective's public constants.
+
+        ``n`` rows and ``n_features`` columns of the user's ``X`` (both public).
+        """
         raise NotImplementedError
 
     def _release(self, data, *, epsilon, delta):
         X, y, classes = data
         Z = design_matrix(X, self.data_norm, self.fit_intercept)
         targets = binary_targets(y, classes)
-        loss, loss_at = self._constants(Z.shape[0])
+        loss, loss_at = self._constants(Z.shape[0], X.shape[1])
         alpha = self._resolve_alpha(*Z.shape, loss, len(classes), epsilon, delta, loss_at)
         children = noise_source(self.random_state).spawn(len(targets))
         W = np.vstack([

@@ -81,7 +81,7 @@ class DPTiltedLogisticRegression(_OutputOnlyClassifier):
         if not np.isfinite(self.tilt):
             raise ValueError("tilt must be a finite number > 0.")
 
-    def _constants(self, n):
+    def _constants(self, n, n_features):
         # The tilted sensitivity depends on alpha, so the rule rebuilds the constants.
         def loss_at(alpha):
             return TiltedLogisticConstants(float(self.tilt), n, float(alpha))

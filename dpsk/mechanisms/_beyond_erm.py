@@ -31,14 +31,22 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from .._optimize._robust_solver import minimize_robust_logistic, robust_curvature
+from .._optimize._hinge_solver import minimize_hinge
+from .._optimize._robust_solver import (
+    minimize_robust_logistic,
+    minimize_robust_logistic_linf,
+    robust_curvature,
+    robust_linf_curvature,
+)
 from .._optimize._tilted_solver import minimize_tilted_logistic
 from .._silence import silenced
 from ._erm import _draw, _noise_plan
 from ._noise import add_on_grid
 
 __all__ = ["private_robust_erm", "robust_sensitivity", "RobustLogisticConstants",
-           "private_tilted_erm", "tilted_sensitivity", "TiltedLogisticConstants"]
+           "private_tilted_erm", "tilted_sensitivity", "TiltedLogisticConstants",
+           "private_hinge_erm", "HingeConstants", "hinge_solver_distance",
+           "private_robust_linf_erm", "robust_linf_sensitivity", "RobustLinfConstants"]
 
 
 @dataclass(frozen=True)
@@ -194,4 +202,135 @@ def private_tilted_erm(Z, y, tilt, epsilon, alpha, rng, tol=1e-10, delta=0.0, n_
         return minimize_tilted_logistic(Z, y, alpha, tilt, tol=solver_tol).w
 
     constants = TiltedLogisticConstants(float(tilt), Z.shape[0], float(alpha))
+    return _output_release(constants, Z.shape, solve, epsilon, alpha, rng, tol, delta, n_problems)
+
+
+@dataclass(frozen=True)
+class HingeConstants:
+    """The hinge loss's constants, shaped for ``dpsk.mechanisms._erm._noise_plan``.
+
+    ``lipschitz = 1``: every subgradient of ``max(0, 1 - y w.z)`` is ``-s y z``
+    with ``s`` in ``[0, 1]``, of norm at most ``||z|| <= 1``. ``curvature = 0``
+    is not a property of the hinge (it has none): the plan only uses it for the
+    gradient solvers' tolerance floor, which the duality-gap certificate does
+    not need (its rounding is of order ``d u ||w||`` whatever the curvature);
+    with 0 that floor is ``64 d u``, far below any gap target.
+    """
+
+    n_outputs: int = 1
+    lipschitz: float = 1.0
+    curvature: float = 0.0
+
+
+def hinge_solver_distance(gap, alpha):
+    """``sqrt(2 gap / alpha)``: how far a point with duality gap ``gap`` is from the minimiser."""
+    return math.sqrt(2.0 * float(gap) / float(alpha))
+
+
+def private_hinge_erm(Z, y, epsilon, alpha, rng, gap=1e-10, delta=0.0, n_problems=1):
+    """Release one linear SVM (hinge loss); the ``n_problems`` releases are ``(epsilon, delta)``-DP.
+
+    Guarantee: as :func:`private_robust_erm`, with ``Delta = 2 / (n alpha) + 2
+    sqrt(2 gap / alpha) + 2 rounding``. Conditions: rows of ``Z`` of norm
+    <= 1, ``y`` in {-1, +1}, ``n`` public, ``gap`` fixed before the data.
+
+    Why ``2 / (n alpha)`` holds without differentiability (Chaudhuri et al.
+    2011, Theorem 1, assume a differentiable loss; Lowy and Razaviyayn's
+    non-smooth setting needs this instead). Let ``w1, w2`` minimise ``F1, F2``
+    (row ``i`` replaced), both ``alpha``-strongly convex. ``0`` is a
+    subgradient of ``F1`` at ``w1``, so strong convexity gives ``F1(w2) -
+    F1(w1) >= (alpha/2) ||w1 - w2||^2``; likewise ``F2(w1) - F2(w2) >=
+    (alpha/2) ||w1 - w2||^2``. Adding, ``(F1 - F2)(w2) - (F1 - F2)(w1) >=
+    alpha ||w1 - w2||^2``. ``F1 - F2 = (f_i - f_i') / n`` with ``f(w) = max(0,
+    1 - y w.z)`` 1-Lipschitz (a maximum of two functions of Lipschitz constant
+    0 and ``||z|| <= 1``), so the left side is at most ``(2/n) ||w1 - w2||``:
+    ``||w1 - w2|| <= 2 / (n alpha)``.
+
+    The solver's distance. ``dpsk._optimize._hinge_solver.minimize_hinge`` returns a
+    point within ``sqrt(2 gap / alpha)`` of the exact minimiser (a certified
+    duality gap, or a fallback that meets the same bound). ``gap`` is public,
+    so the noise scale depends on public quantities only; the plan may raise
+    it to its floor, never lower it. In the plan's units the solver tolerance
+    is ``tol = alpha sqrt(2 gap / alpha)`` (its distance is ``tol / alpha``).
+
+    Returns
+    -------
+    w : ndarray of shape (d,)
+    """
+    alpha, gap = float(alpha), float(gap)
+
+    def solve(solver_tol):
+        # The plan's tol back into a gap: tol / alpha = sqrt(2 g / alpha).
+        return minimize_hinge(Z, y, alpha, gap=solver_tol * solver_tol / (2.0 * alpha)).w
+
+    tol = alpha * hinge_solver_distance(gap, alpha)
+    return _output_release(HingeConstants(), Z.shape, solve, epsilon, alpha, rng, tol, delta,
+                           n_problems)
+
+
+def robust_linf_sensitivity(n, alpha, radius, n_perturbed):
+    """How far one row moves the exact L-infinity robust minimiser.
+
+    ``Delta = max(2, 1 + r sqrt(k)) / (n alpha)``.
+
+    Derivation (rows of norm <= 1, labels +-1, ``k`` perturbed coordinates;
+    ``docs/beyond_erm.rst`` has it at length). As for the L2 model, for exact
+    minimisers ``w1, w2`` of neighbouring objectives, ``alpha ||w1 - w2||^2 <=
+    (F1 - F2)(w2) - (F1 - F2)(w1)``, and ``F1 - F2 = (f_i - f_i') / n``. Its
+    gradient at any ``w`` is ``(1/n)`` times ``-a y z + b y' z' + r (a - b) u``
+    with ``a = -l'(m_i)``, ``b = -l'(m'_i)`` in ``[0, 1]`` and ``u`` the
+    gradient of the smoothed ``||P w||_1``, ``||u|| < sqrt(k)`` (the shared
+    term ``r N_1(w)`` enters both rows' margins, so its gradient appears with
+    the *difference* ``a - b``). Its norm is at most ``a + b + r sqrt(k) |a -
+    b|``, a convex function of ``(a, b)`` whose maximum on the unit square is at
+    a corner: ``max(2, 1 + r sqrt(k))``. So ``F1 - F2`` is ``max(2, 1 + r
+    sqrt(k)) / n``-Lipschitz and ``||w1 - w2|| <= max(2, 1 + r sqrt(k)) / (n
+    alpha)``. It grows with ``sqrt(k)`` once ``r sqrt(k) > 1``: the L2 norm of
+    ``sign(w)`` is ``sqrt(k)``, the dual-norm price of an L-infinity adversary.
+    """
+    k = max(int(n_perturbed), 1)
+    return max(2.0, 1.0 + float(radius) * math.sqrt(k)) / (n * alpha)
+
+
+@dataclass(frozen=True)
+class RobustLinfConstants:
+    """The L-infinity robust logistic loss's constants, for ``dpsk.mechanisms._erm._noise_plan``.
+
+    ``lipschitz = max(1, (1 + r sqrt(k)) / 2)`` is the sensitivity in Algorithm 1's
+    units (``2 lipschitz / (n alpha)`` is :func:`robust_linf_sensitivity`);
+    ``curvature`` is ``dpsk._optimize._robust_solver.robust_linf_curvature``.
+    """
+
+    radius: float
+    n_perturbed: int
+    n_outputs: int = 1
+
+    @property
+    def lipschitz(self):
+        return max(1.0, 0.5 * (1.0 + self.radius * math.sqrt(max(self.n_perturbed, 1))))
+
+    @property
+    def curvature(self):
+        return robust_linf_curvature(self.radius, self.n_perturbed)
+
+
+def private_robust_linf_erm(Z, y, radius, n_perturbed, epsilon, alpha, rng, tol=1e-10,
+                            delta=0.0, n_problems=1):
+    """Release one L-infinity robust logistic model; the releases are ``(epsilon, delta)``-DP.
+
+    Guarantee: as :func:`private_robust_erm`, with ``Delta =``
+    :func:`robust_linf_sensitivity` ``+ 2 tol / alpha + 2 rounding``, for the
+    objective ``(1/n) sum_i l(y_i w.z_i - r N_1(w)) + (alpha/2) ||w||^2``
+    (``N_1`` the smoothed L1 norm of the ``n_perturbed`` leading coordinates,
+    ``dpsk._optimize._robust_solver._RobustLinfObjective``). Conditions: rows
+    of ``Z`` of norm <= 1, ``y`` in {-1, +1}, ``n`` public.
+
+    Returns
+    -------
+    w : ndarray of shape (d,)
+    """
+    def solve(solver_tol):
+        return minimize_robust_logistic_linf(Z, y, alpha, radius, n_perturbed, tol=solver_tol).w
+
+    constants = RobustLinfConstants(float(radius), int(n_perturbed))
     return _output_release(constants, Z.shape, solve, epsilon, alpha, rng, tol, delta, n_problems)
