@@ -310,15 +310,17 @@ def test_algorithm2_slack_reaches_the_estimator(monkeypatch):
     X, y = rng.uniform(-1, 1, (40, 2)), np.repeat([0, 1], 20)
 
     def fit():
-        DPLogisticRegression(epsilon=0.5, classes=[0, 1], accountant=BudgetAccountant(10.0),
-                             random_state=0).fit(X, y)
+        # A numeric alpha: "auto" would consult the calibration while choosing it.
+        DPLogisticRegression(epsilon=0.5, alpha=0.1, classes=[0, 1],
+                             accountant=BudgetAccountant(10.0), random_state=0).fit(X, y)
 
     fit()
     with algorithm2_slack():
         fit()
         # The softmax has no published version: dpsk's calibration either way.
-        DPLogisticRegression(epsilon=0.5, classes=[0, 1, 2], multi_class="multinomial",
-                             accountant=BudgetAccountant(10.0), random_state=0).fit(
+        DPLogisticRegression(epsilon=0.5, alpha=0.1, classes=[0, 1, 2],
+                             multi_class="multinomial", accountant=BudgetAccountant(10.0),
+                             random_state=0).fit(
             X, np.arange(40) % 3)
     fit()
     assert seen == [False, True, False, False]
