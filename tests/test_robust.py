@@ -37,6 +37,11 @@ from dpsk.mechanisms._noise import (
 )
 from dpsk.mechanisms._random import NoiseSource
 
+# scikit-learn's estimator checks and these fits leave classes undeclared on
+# purpose; the warning itself is tested in test_fit_protocol.py.
+pytestmark = pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")
+
+
 EXACT_TOL = 1e-13
 TOL = 1e-10
 SMALLER = 0.9

@@ -27,6 +27,11 @@ from dpsk.mechanisms._noise import (
 )
 from dpsk.mechanisms._random import NoiseSource
 
+# scikit-learn's estimator checks and these fits leave classes undeclared on
+# purpose; the warning itself is tested in test_fit_protocol.py.
+pytestmark = pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")
+
+
 GAP = 1e-10
 REFERENCE_GAP = 1e-13
 
@@ -224,6 +229,7 @@ def test_out_of_domain_input_is_refused_free():
     assert acc.spends == []
 
 
+@pytest.mark.filterwarnings("ignore::dpsk.PrivacyBudgetWarning")
 def test_estimator_solves_the_rescaled_problem():
     """Noise-free limit: at a huge epsilon the release is the hinge minimiser, unscaled."""
     from dpsk._data._design import design_matrix, unscale_coef
