@@ -212,10 +212,17 @@ class _RobustObjective(_CertifiedObjective):
         err = (D @ rho) / n + sum_factor * (np.abs(lp) @ rho) / n
         mu = lp.mean()
         e_mu = (D.sum() + _gamma(n) * np.abs(lp).sum()) / n
-        err += r * e_mu + abs(mu) * r * (2.0 * e_N_rel + _gamma(self.k + 6))
-        a = v / n - mu * self._direction(w, N)
+        direction, direction_err = self._certified_direction(w, N, mu, e_mu, e_N_rel)
+        err += direction_err
+        a = v / n - direction
         err += _gamma(1) * float(np.linalg.norm(v / n)) + _gamma(1) * float(np.linalg.norm(a))
         return self._certificate_tail(a, w, _BOUND_SAFETY * err)
+
+    def _certified_direction(self, w, N, mu, e_mu, e_N_rel):
+        """``(mean(l') r P w / N, bound on its computed error)``: step 5 above."""
+        r = self.r
+        return (mu * self._direction(w, N),
+                r * e_mu + abs(mu) * r * (2.0 * e_N_rel + _gamma(self.k + 6)))
 
 
 def minimize_robust_logistic(X, y, lam, radius, n_perturbed=None, tol=1e-10, max_iter=1000,
@@ -366,27 +373,15 @@ class _RobustLinfObjective(_RobustObjective):
            ``gamma_5 |u_j|``. So ``||mu~ r u~ - mu r u|| <= r sqrt(k) e_mu +
            |mu~| r ||u~|| gamma_6``.
         """
-        y, n, r = self.y, self.n, self.r
-        d = self.X.shape[1]
-        rho = self.row_norms()
-        z, N = self.margins(w)
-        w_norm = float(np.linalg.norm(w)) * (1.0 + 2.0 * _gamma(d + 2))
-        g_k = _gamma(self.k + 4)
-        e_N_rel = g_k / (1.0 - g_k)
-        delta = (_gamma(max(self.max_row_terms(), 1)) * rho * w_norm
-                 + r * N * (e_N_rel + _U) + _U * np.abs(z))
-        lp = self.loss.derivative(z)
-        D = _derivative_error(self.loss, z, delta)
-        v, sum_factor = self._chunked_transpose_product(y * lp)
-        err = (D @ rho) / n + sum_factor * (np.abs(lp) @ rho) / n
-        mu = lp.mean()
-        e_mu = (D.sum() + _gamma(n) * np.abs(lp).sum()) / n
+        return super().certificate(w)
+
+    def _certified_direction(self, w, N, mu, e_mu, e_N_rel):
+        """``(mean(l') r u, bound on its computed error)``: step 5 above."""
+        r = self.r
         u = self._unit(w)
-        u_norm = float(np.linalg.norm(u)) * (1.0 + 2.0 * _gamma(d + 2))
-        err += r * math.sqrt(max(self.k, 1)) * e_mu + abs(mu) * r * u_norm * _gamma(6)
-        a = v / n - mu * r * u
-        err += _gamma(1) * float(np.linalg.norm(v / n)) + _gamma(1) * float(np.linalg.norm(a))
-        return self._certificate_tail(a, w, _BOUND_SAFETY * err)
+        u_norm = float(np.linalg.norm(u)) * (1.0 + 2.0 * _gamma(self.X.shape[1] + 2))
+        return (mu * r * u,
+                r * math.sqrt(max(self.k, 1)) * e_mu + abs(mu) * r * u_norm * _gamma(6))
 
 
 def minimize_robust_logistic_linf(X, y, lam, radius, n_perturbed=None, tol=1e-10, max_iter=1000,
