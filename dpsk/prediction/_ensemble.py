@@ -20,7 +20,7 @@ from .._data._validation import (
 from .._mixin import PrivacyAccountingMixin
 from .._silence import silenced
 from ..accounting._events import ExponentialEvent
-from ..accounting._ledger import BudgetAccountant, BudgetExceededError
+from ..accounting._ledger import BudgetAccountant
 from ..mechanisms._random import public_rng, validate_random_state
 from ..model_selection._search import _split_parts
 from ..pipeline._check import warn_from_calling_pipeline
@@ -82,25 +82,6 @@ def _fit_teacher(estimator, X, y):
         except Exception:  # noqa: BLE001 - the failure is private; the teacher abstains
             return None
     return estimator
-
-
-def _spend_all_or_nothing(accountant, epsilon, n_answers):
-    """Record ``n_answers`` exponential-mechanism events at ``epsilon``, or none.
-
-    :meth:`BudgetAccountant.spend_all` checks and writes the whole batch under
-    the ledger's lock, so a concurrent spender cannot split it.
-    """
-    try:
-        accountant.spend_all([ExponentialEvent(epsilon)] * n_answers)
-    except BudgetExceededError as exc:
-        if n_answers == 1:
-            advice = "The budget cannot pay for another answer."
-        else:
-            advice = "Send fewer rows (a single row may still fit)."
-        raise BudgetExceededError(
-            f"Answering {n_answers} distinct query row{'s' if n_answers > 1 else ''} at "
-            f"epsilon={epsilon:g} each does not fit: {exc} Nothing was answered. {advice}"
-        ) from None
 
 
 class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, ClassifierMixin,
@@ -340,7 +321,8 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
             answers = averaged_answers(counts, self.n_teachers_, epsilon, distinct,
                                        self.random_state)
             return self.classes_[answers[np.ravel(inverse)]]
-        _spend_all_or_nothing(self._resolve_accountant(), epsilon, distinct.shape[0])
+        spend_per_row(self._resolve_accountant(), epsilon, distinct.shape[0],
+                      event=ExponentialEvent)
         counts = vote_counts(self._teachers, distinct, self.classes_)
         answers = private_vote(counts, epsilon, distinct, self.random_state)
         return self.classes_[answers[np.ravel(inverse)]]

@@ -102,15 +102,18 @@ def score_sensitivity(n_samples, n_columns, alpha, tol):
     return exact + solver + rounding
 
 
-def spend_per_row(accountant, epsilon, n_answers, what="Answering"):
-    """Record ``n_answers`` pure ``epsilon``-DP events, all or none.
+def spend_per_row(accountant, epsilon, n_answers, what="Answering", event=PureDPEvent):
+    """Record ``n_answers`` events ``event(epsilon)``, all or none.
 
-    The events are ``PureDPEvent(epsilon)`` of the generic mechanism: the noise
-    is *discrete* Laplace, whose privacy loss distribution is not the
-    continuous Laplace one the ledger's ``"laplace"`` events are composed with.
+    :meth:`BudgetAccountant.spend_all` checks and writes the whole batch under
+    the ledger's lock, so a concurrent spender cannot split it. The default
+    events are ``PureDPEvent(epsilon)`` of the generic mechanism: the noise is
+    *discrete* Laplace, whose privacy loss distribution is not the continuous
+    Laplace one the ledger's ``"laplace"`` events are composed with. The
+    ensemble's vote records :class:`~dpsk.ExponentialEvent` instead.
     """
     try:
-        accountant.spend_all([PureDPEvent(epsilon)] * n_answers)
+        accountant.spend_all([event(epsilon)] * n_answers)
     except BudgetExceededError as exc:
         advice = ("The budget cannot pay for another answer." if n_answers == 1
                   else "Send fewer rows (a single row may still fit).")
