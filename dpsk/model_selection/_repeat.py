@@ -27,6 +27,7 @@ from fractions import Fraction
 from numbers import Real
 
 import numpy as np
+from sklearn.base import clone
 
 from .._optimize._solution_cache import reusing_solutions
 from .._silence import console_stderr, silenced
@@ -44,7 +45,7 @@ from ..mechanisms._noise import gaussian_objective_calibration
 from ._repeat_draws import discrete_laplace, truncated_negative_binomial
 
 __all__ = ["RepeatPlan", "run_components", "plan_repeat", "repeat_and_select",
-           "RUNS_PER_CANDIDATE", "SHAPES"]
+           "rule_alpha", "RUNS_PER_CANDIDATE", "SHAPES"]
 
 #: The expected number of runs is ``RUNS_PER_CANDIDATE * m`` for ``m`` candidates.
 RUNS_PER_CANDIDATE = 1.5
@@ -61,13 +62,35 @@ class UnsupportedCandidateError(ValueError):
     """A candidate whose one fit has no Renyi curve the tuner can use."""
 
 
-def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=None):
+def rule_alpha(final, n_train, n_features, n_classes, epsilon, delta, multiplier=1.0):
+    """``multiplier`` times the alpha ``final``'s rule gives one fit on ``n_train`` rows.
+
+    The alpha ``alpha="auto"`` resolves to when ``final`` is fitted at
+    ``(epsilon, delta)`` on ``n_train`` rows of ``n_features`` columns (the
+    model's own input: after any pipeline steps): the rule reads the design's
+    width, ``n_features`` plus the intercept column, or the number of random
+    features of a kernel model. Public quantities only. Returns None when
+    ``n_features`` is unknown.
+    """
+    if n_features is None:
+        return None
+    width = getattr(final, "n_components", n_features) + int(final.fit_intercept)
+    loss = final._make_loss(n_classes)
+    auto = clone(final).set_params(alpha="auto")
+    return float(multiplier) * float(
+        auto._resolve_alpha(int(n_train), int(width), loss, n_classes, epsilon, delta))
+
+
+def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=None,
+                          multiplier=1.0):
     """Gaussian objective perturbation (``dpsk.mechanisms._erm._noise_plan``), per run.
 
     Each of the ``P`` released problems (``P = K`` one-vs-rest models, else 1)
     runs the Gaussian objective mechanism at ``((1 - s) epsilon / P, delta /
     P)`` plus a pure release at ``s epsilon / P`` that covers the solver's
-    residual (``s = SOLVER_EPSILON_SHARE``); their curves add.
+    residual (``s = SOLVER_EPSILON_SHARE``); their curves add. A candidate of
+    the default grid (``multiplier``) runs at ``multiplier`` times the rule's
+    alpha for this very fit (:func:`rule_alpha`).
     """
     loss = final._make_loss(n_classes)
     if loss.n_outputs > 1:
@@ -86,13 +109,11 @@ def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=
     alpha = final.alpha
     if isinstance(alpha, str) and alpha == "auto" and n_features is not None:
         # The alpha the run's fit will use: the rule reads the same public sizes.
-        alpha = final._resolve_alpha(n_train, n_features + int(final.fit_intercept), loss,
-                                     n_classes, epsilon, delta)
+        alpha = rule_alpha(final, n_train, n_features, n_classes, epsilon, delta, multiplier)
     if isinstance(alpha, bool) or not isinstance(alpha, Real):
         raise UnsupportedCandidateError(
             "method='repeat' needs a numeric alpha for Gaussian objective perturbation "
-            "inside a pipeline or a kernel model (alpha='auto' needs the model's own "
-            "number of features).")
+            "when the model's own number of features is unknown (alpha='auto' reads it).")
     cal = gaussian_objective_calibration(
         eps_each - eps_solver, delta_each, n_train, float(alpha), loss.curvature,
         lipschitz=loss.lipschitz, hessian_rank=loss.hessian_rank)
@@ -100,7 +121,7 @@ def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=
             ("pure", eps_solver, problems)]
 
 
-def run_components(final, n_train, n_classes, epsilon, n_features=None):
+def run_components(final, n_train, n_classes, epsilon, n_features=None, multiplier=1.0):
     """The Renyi components of one fit of ``final`` at ``epsilon`` on ``n_train`` rows.
 
     ``final`` is the private step of a candidate (its own ``delta``, its other
@@ -122,7 +143,7 @@ def run_components(final, n_train, n_classes, epsilon, n_features=None):
     if (isinstance(final, BaseDPLinearClassifier) and final.perturbation == "objective"
             and isinstance(event, ApproxDPEvent)):
         return _objective_components(final, n_train, n_classes, event.epsilon, event.delta,
-                                     n_features)
+                                     n_features, multiplier)
     raise UnsupportedCandidateError(
         f"method='repeat' cannot tune {type(final).__name__} with these parameters: its "
         "release is only known as an (epsilon, delta) pair, which has no Renyi curve. "
@@ -190,7 +211,8 @@ def _total_epsilon(candidates, eta, gamma, delta):
     return RepeatAndSelectEvent._epsilon_of(candidates, float(eta), float(gamma), delta)
 
 
-def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_features=None):
+def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_features=None,
+                multipliers=None):
     """Plan a search whose whole release is ``(epsilon, delta)``-DP.
 
     For each shape in :data:`SHAPES`, ``gamma`` is set so that ``E[K]`` is
@@ -210,6 +232,11 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_fe
         The total budget of the search.
     mean_runs : float or None
         ``E[K]``, > 1.
+    n_features : int, list of (int or None), or None
+        The model's own number of input columns, per candidate (None: unknown).
+    multipliers : list of float or None
+        Per candidate, the factor of the rule's alpha it runs at (the default
+        grid of :class:`~dpsk.model_selection.DPGridSearch`); None: 1 each.
 
     Returns
     -------
@@ -222,9 +249,12 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_fe
 
     if n_features is None or np.isscalar(n_features):
         n_features = [n_features] * len(finals)
+    if multipliers is None:
+        multipliers = [1.0] * len(finals)
 
     def candidates_at(eps0):
-        return tuple(tuple(run_components(f, n_train, n_classes, eps0, n_features[i]))
+        return tuple(tuple(run_components(f, n_train, n_classes, eps0, n_features[i],
+                                          multipliers[i]))
                      for i, f in enumerate(finals))
 
     best = None

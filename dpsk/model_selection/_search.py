@@ -34,7 +34,7 @@ from ..accounting._scratch import ScratchLedger
 from ..mechanisms._noise import exponential_mechanism
 from ..mechanisms._random import noise_source, public_rng, validate_random_state
 from ..pipeline._check import _learning_parts
-from ._repeat import plan_repeat, repeat_and_select
+from ._repeat import plan_repeat, repeat_and_select, rule_alpha
 from ._stopping import (
     RANDOM_STOPPING_FACTOR,
     default_stop_probability,
@@ -50,6 +50,10 @@ _RESERVED = ("epsilon", "accountant", "random_state", "classes")
 _COST_RTOL = 1e-12
 # Parameter names (at any depth of get_params) that ask an estimator to print.
 _PRINTING_PARAMS = ("verbose", "verbosity")
+
+#: The default grid (``param_grid=None``): these multiples of the alpha rule's
+#: alpha, each computed for the fit it is used in (its own rows and epsilon).
+DEFAULT_ALPHA_MULTIPLIERS = (1 / 9, 1 / 3, 1.0, 3.0, 9.0)
 
 
 class _RunFailed(RuntimeError):
@@ -169,7 +173,9 @@ def _validate_through(estimator, X, y):
 
     Earlier steps are data-independent (checked before), so fitting clones of
     them learns nothing; the private step's ``_validate_input`` then refuses input
-    outside its domain. Only whether the input is in the domain comes out.
+    outside its domain. Only whether the input is in the domain comes out, and
+    the number of columns the private step sees (public: the steps are
+    data-independent functions of the declared columns), or None.
     """
     while isinstance(estimator, Pipeline):
         for name, step in estimator.steps[:-1]:
@@ -177,6 +183,29 @@ def _validate_through(estimator, X, y):
                 X = _step_withheld(name, step, X, y)
         estimator = estimator.steps[-1][1]
     clone(estimator)._validate_input(X, y)
+    return _n_columns(X)
+
+
+def _check_candidate(index, estimator):
+    """Run a candidate's own parameter checks (free: parameters only).
+
+    Every step with scikit-learn's ``_validate_params`` is checked, and the
+    private step's extra checks (``_check_params_before_fit``) too, so that a
+    bad value in the grid is refused before the search spends, not by an
+    inner fit after it. The parameters are public: the message may quote them.
+    """
+    steps = [estimator]
+    while isinstance(steps[-1], Pipeline):
+        steps = steps[:-1] + [s for _, s in steps[-1].steps if s not in (None, "passthrough")]
+    try:
+        for step in steps:
+            if hasattr(step, "_validate_params"):
+                step._validate_params()
+            if hasattr(step, "_check_params_before_fit"):
+                step._check_params_before_fit()
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"Candidate {index} of DPGridSearch has a bad parameter, refused "
+                        f"before anything was spent: {exc}") from None
 
 
 def _step_withheld(name, step, X, y):
@@ -531,7 +560,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
 
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"])],
-        "param_grid": [dict, list],
+        "param_grid": [dict, list, None],
         "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
         "refit": ["boolean"],
         "accountant": [BudgetAccountant, None],
@@ -544,7 +573,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
     }
 
-    def __init__(self, estimator, param_grid, *, epsilon=1.0, refit=False, accountant=None,
+    def __init__(self, estimator, param_grid=None, *, epsilon=1.0, refit=False, accountant=None,
                  n_jobs=None, random_state=None, allow_learned_steps=False,
                  method="auto", stop_probability=None, validation_fraction=0.1,
                  delta=None):
@@ -562,9 +591,46 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         self.delta = delta
 
     # -- candidates -----------------------------------------------------------------
+    def _multipliers(self):
+        """The default grid's multipliers of the rule's alpha, or None for a given grid."""
+        return DEFAULT_ALPHA_MULTIPLIERS if self.param_grid is None else None
+
+    @staticmethod
+    def _default_candidates(prefix, final):
+        """``param_grid=None``: the rule's alpha (``"auto"``) once per multiplier.
+
+        The numeric alpha of each candidate is set for each fit by
+        :meth:`_concrete`. Refused (free) for a private step with no alpha rule.
+        """
+        params = final.get_params(deep=False)
+        if not ("alpha" in params and hasattr(final, "_resolve_alpha")
+                and hasattr(final, "_make_loss") and "fit_intercept" in params):
+            raise ValueError(
+                f"param_grid=None tunes the multiple of the alpha rule's alpha (alpha="
+                f"'auto'), which {type(final).__name__} does not have. Pass a param_grid.")
+        return [{prefix + "alpha": "auto"} for _ in DEFAULT_ALPHA_MULTIPLIERS]
+
+    def _concrete(self, candidates, index, n_rows, epsilon, classes, widths):
+        """The parameters candidate ``index`` is fitted with, on ``n_rows`` rows at
+        ``epsilon``: a given grid's as they are; the default grid's with the
+        numeric alpha, ``multiplier`` times the rule's for this very fit (public
+        sizes and budget only)."""
+        params = dict(candidates[index])
+        multipliers = self._multipliers()
+        if multipliers is None:
+            return params
+        prefix, final = _private_final_step(clone(self.estimator).set_params(**params))
+        delta = final.get_params(deep=False).get("delta", 0.0)
+        alpha = rule_alpha(final, n_rows, widths[index], len(classes), epsilon, delta,
+                           multipliers[index])
+        params[prefix + "alpha"] = alpha
+        return params
+
     def _candidate_params(self):
         """The candidate list, after rejecting grids that set the search's own parameters."""
-        prefix, _ = _private_final_step(self.estimator)
+        prefix, final = _private_final_step(self.estimator)
+        if self.param_grid is None:
+            return self._default_candidates(prefix, final)
         candidates = list(ParameterGrid(self.param_grid))
         if not candidates:
             raise ValueError("param_grid yields no candidates.")
@@ -747,6 +813,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         validate_random_state(final.get_params(deep=False)["random_state"],
                               name="the inner estimator's random_state")
         candidates = self._candidate_params()
+        for index, params in enumerate(candidates):
+            _check_candidate(index, self._make_candidate(params, None))
         self._refuse_learned_steps(candidates)
         self._refuse_printing(candidates)
         warn_if_classes_undeclared(final.get_params(deep=False)["classes"])
@@ -788,15 +856,18 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                 f"DPGridSearch with {m} candidates splits the data into {m + 1} parts "
                 f"and needs at least {m + 1} rows; got {n}. Use fewer candidates."
             )
-        for params in candidates:
-            values_withheld(_validate_through, self._make_candidate(params, None, classes), X, y)
+        # The number of columns each candidate's private step sees (public metadata).
+        widths = [values_withheld(_validate_through, self._make_candidate(p, None, classes),
+                                  X, y) for p in candidates]
+        if self._multipliers() is not None and None in widths:
+            raise ValueError("param_grid=None needs the number of columns of X.")
         if m > 1 and self._method() == "repeat":
             # Kept until the release (planning solves for the per-run epsilon).
-            self._pending_plan = self._plan(n, classes, candidates, _n_columns(X))
+            self._pending_plan = self._plan(n, classes, candidates, widths)
             self._planned_event = self._pending_plan.event
-        return X, y, classes
+        return X, y, classes, widths
 
-    def _plan(self, n, classes, candidates, n_features=None):
+    def _plan(self, n, classes, candidates, widths):
         """The public plan of ``method="repeat"`` (sizes, budget and grid only)."""
         if n < 2:
             raise ValueError(
@@ -804,33 +875,31 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                 f"a validation part and needs at least 2 rows; got {n}.")
         epsilon, delta = self._privacy_cost()
         n_val = min(max(int(round(self.validation_fraction * n)), 1), n - 1)
-        steps = [_private_final_step(self._make_candidate(p, None, classes))
-                 for p in candidates]
-        finals = [final for _, final in steps]
-        # The model's own number of features is X's only when it is not inside a
-        # pipeline (whose steps may change it) and has no feature map of its own.
-        features = [n_features if not path and not hasattr(final, "n_components") else None
-                    for path, final in steps]
+        finals = [_private_final_step(self._make_candidate(p, None, classes))[1]
+                  for p in candidates]
         return plan_repeat(finals, n - n_val, len(classes), epsilon, delta,
-                           n_features=features)
+                           n_features=widths, multipliers=self._multipliers())
 
-    def _release_repeat(self, X, y, classes, candidates):
+    def _release_repeat(self, X, y, classes, candidates, widths):
         """Papernot and Steinke's repeat-and-select (``_repeat.py``)."""
         seed = self.random_state
         plan = self.__dict__.pop("_pending_plan", None) or self._plan(
-            y.shape[0], classes, candidates)
+            y.shape[0], classes, candidates, widths)
         train, val = _score_split(y.shape[0], self.validation_fraction, public_rng(seed))
         X_val, y_val = _safe_indexing(X, val), y[val]
+        # Each run of a candidate uses the same parameters: set them once.
+        concrete = [self._concrete(candidates, i, len(train), plan.run_epsilon, classes,
+                                   widths) for i in range(len(candidates))]
 
         def make(i, j):
-            return self._make_candidate(candidates[i], _derived_seed(seed, 4, j), classes,
+            return self._make_candidate(concrete[i], _derived_seed(seed, 4, j), classes,
                                         epsilon=plan.run_epsilon)
 
         best, index, score = repeat_and_select(
             plan, make, (_safe_indexing(X, train), y[train]), (X_val, y_val),
             noise_source(seed))
         self._check_spent(best, plan.run_epsilon, 1.0)
-        fitted = self._fitted(best, candidates, index)
+        fitted = self._fitted(best, concrete, index)
         fitted["best_score_"] = score / len(val)
         return fitted
 
@@ -840,7 +909,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             return self._release_muted(data, epsilon=epsilon, delta=delta)
 
     def _release_muted(self, data, *, epsilon, delta):
-        X, y, classes = data
+        X, y, classes, widths = data
         candidates = self._candidate_params()
         m = len(candidates)
         seed = self.random_state
@@ -848,21 +917,29 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         def candidate(params, *key):
             return self._make_candidate(params, _derived_seed(seed, *key), classes)
 
+        def concrete(index, n_rows, eps):
+            return self._concrete(candidates, index, n_rows, eps, classes, widths)
+
         if m == 1:
-            best = candidate(candidates[0], 0)
+            params = [concrete(0, y.shape[0], epsilon)]
+            best = candidate(params[0], 0)
             best.fit(X, y)
             self._check_spent(best, epsilon, delta)
-            return self._fitted(best, candidates, 0)
+            return self._fitted(best, params, 0)
         if self._method() == "random-stopping":
-            return self._release_random_stopping(X, y, classes, candidates, epsilon, delta)
+            return self._release_random_stopping(X, y, classes, candidates, epsilon, delta,
+                                                 widths)
         if self._method() == "repeat":
-            return self._release_repeat(X, y, classes, candidates)
+            return self._release_repeat(X, y, classes, candidates, widths)
 
         # The split is public randomness: its own generator, never the noise source.
         parts = _split_parts(y.shape[0], m + 1, public_rng(seed))
         held_out = parts[-1]
         X_hold, y_hold = _safe_indexing(X, held_out), y[held_out]
-        estimators = [candidate(p, 1, i) for i, p in enumerate(candidates)]
+        fit_eps, fit_delta = (epsilon / 2.0, delta / 2.0) if self.refit else (epsilon, delta)
+        # Part i's size is public (a function of n and m).
+        params = [concrete(i, len(parts[i]), fit_eps) for i in range(m)]
+        estimators = [candidate(p, 1, i) for i, p in enumerate(params)]
         results = _unwrap(Parallel(n_jobs=self.n_jobs)(
             delayed(_quietly)(
                 _fit_and_count, est, _safe_indexing(X, part), y[part], X_hold, y_hold
@@ -871,7 +948,6 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         ))
         # ``epsilon`` is the search's total cost; each step (the parallel fits, the
         # selection, a refit) runs at the per-step epsilon, half of it with refit.
-        fit_eps, fit_delta = (epsilon / 2.0, delta / 2.0) if self.refit else (epsilon, delta)
         fitted = [est for est, _ in results]
         for est in fitted:
             self._check_spent(est, fit_eps, fit_delta)
@@ -879,14 +955,15 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         del results  # the counts are not private: keep them out of reach
 
         if self.refit:
-            best = candidate(candidates[index], 2)
+            params = [concrete(i, y.shape[0], fit_eps) for i in range(m)]
+            best = candidate(params[index], 2)
             best.fit(X, y)
             self._check_spent(best, fit_eps, fit_delta)
         else:
             best = fitted[index]
-        return self._fitted(best, candidates, index)
+        return self._fitted(best, params, index)
 
-    def _release_random_stopping(self, X, y, classes, candidates, epsilon, delta):
+    def _release_random_stopping(self, X, y, classes, candidates, epsilon, delta, widths):
         """Liu and Talwar's random stopping; ``epsilon`` is the total charged."""
         seed = self.random_state
         m = len(candidates)
@@ -901,8 +978,10 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         train, val = _score_split(y.shape[0], self.validation_fraction, public_rng(seed))
         X_train, y_train = _safe_indexing(X, train), y[train]
         X_val, y_val = _safe_indexing(X, val), y[val]
+        concrete = [self._concrete(candidates, i, len(train), run_eps, classes, widths)
+                    for i in range(m)]
         prototypes = [self._make_candidate(p, None, classes, epsilon=run_eps)
-                      for p in candidates]
+                      for p in concrete]
         # The runs are dealt round-robin into one task per worker, a number that
         # does not depend on K: joblib sees as many tasks, and starts as many
         # threads or processes, whatever the number of runs.
@@ -925,10 +1004,12 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         self._check_spent(best, run_eps, 0.0)
 
         if self.refit:
-            best = self._make_candidate(candidates[index], _derived_seed(seed, 2), classes)
+            concrete = [self._concrete(candidates, i, y.shape[0], search_eps, classes, widths)
+                        for i in range(m)]
+            best = self._make_candidate(concrete[index], _derived_seed(seed, 2), classes)
             best.fit(X, y)
             self._check_spent(best, search_eps, delta)
-        fitted = self._fitted(best, candidates, index)
+        fitted = self._fitted(best, concrete, index)
         fitted["best_score_"] = best_score / len(val)
         return fitted
 
@@ -955,11 +1036,14 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             prefix + "random_state": user_final.get_params(deep=False)["random_state"],
             prefix + "classes": user_final.get_params(deep=False)["classes"],
         })
+        multipliers = self._multipliers()
         fitted = {
             "best_estimator_": best,
             "best_index_": int(index),
             "best_params_": dict(candidates[index]),
             "candidate_params_": [dict(p) for p in candidates],
+            "alpha_multipliers_": None if multipliers is None else tuple(multipliers),
+            "best_alpha_multiplier_": None if multipliers is None else multipliers[index],
             "classes_": best.classes_,
             "n_features_in_": best.n_features_in_,
         }
