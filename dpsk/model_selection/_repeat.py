@@ -20,6 +20,8 @@ stored, returned, logged or shown; the progress display counts seconds, not
 runs (``docs/grid_search.rst``, "Repeat and select").
 """
 
+import contextlib
+import contextvars
 import math
 import threading
 from dataclasses import dataclass
@@ -45,7 +47,7 @@ from ..mechanisms._noise import gaussian_objective_calibration
 from ._repeat_draws import discrete_laplace, truncated_negative_binomial
 
 __all__ = ["RepeatPlan", "run_components", "plan_repeat", "repeat_and_select",
-           "rule_alpha", "RUNS_PER_CANDIDATE", "SHAPES"]
+           "rule_alpha", "rule_cache", "RUNS_PER_CANDIDATE", "SHAPES"]
 
 #: The expected number of runs is ``RUNS_PER_CANDIDATE * m`` for ``m`` candidates.
 RUNS_PER_CANDIDATE = 1.5
@@ -75,10 +77,48 @@ def rule_alpha(final, n_train, n_features, n_classes, epsilon, delta, multiplier
     if n_features is None:
         return None
     width = getattr(final, "n_components", n_features) + int(final.fit_intercept)
-    loss = final._make_loss(n_classes)
-    auto = clone(final).set_params(alpha="auto")
-    return float(multiplier) * float(
-        auto._resolve_alpha(int(n_train), int(width), loss, n_classes, epsilon, delta))
+    cache = _RULE_CACHE.get()
+    if cache is None:
+        key = None
+    else:
+        # get_params is slow (signature inspection): one key per estimator object.
+        if ("key", id(final)) not in cache:
+            cache[("key", id(final))] = (type(final), _public_key(final))
+        key = (cache[("key", id(final))], int(n_train), int(width), n_classes,
+               float(epsilon), float(delta))
+    if cache is None or key not in cache:
+        loss = final._make_loss(n_classes)
+        auto = clone(final).set_params(alpha="auto")
+        value = float(auto._resolve_alpha(int(n_train), int(width), loss, n_classes,
+                                          epsilon, delta))
+        if cache is None:
+            return float(multiplier) * value
+        cache[key] = value
+    return float(multiplier) * cache[key]
+
+
+def _public_key(final):
+    """The parameters the rule may read, as a hashable key (alpha, epsilon, ledger and
+    seed aside: the epsilon is the fit's, given apart)."""
+    params = final.get_params(deep=False)
+    return repr(sorted((name, value) for name, value in params.items()
+                       if name not in ("alpha", "epsilon", "accountant", "random_state")))
+
+
+# The rule's alphas of one plan: its bisection asks for the same fits again
+# (every multiple of the same candidate, the shapes' common midpoints).
+_RULE_CACHE = contextvars.ContextVar("dpsk_rule_alpha_cache", default=None)
+
+
+@contextlib.contextmanager
+def rule_cache():
+    """Within the block, :func:`rule_alpha` solves the rule once per distinct fit
+    (public sizes, budget and parameters; nothing of the data)."""
+    token = _RULE_CACHE.set({})
+    try:
+        yield
+    finally:
+        _RULE_CACHE.reset(token)
 
 
 def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=None,
@@ -185,6 +225,10 @@ class RepeatPlan:
         Per candidate, the epsilon of its score's discrete Laplace noise.
     event : RepeatAndSelectEvent
         What the search spends.
+    alphas : tuple of (float or None)
+        Per candidate with ``alpha="auto"`` and a known number of features, the
+        alpha its runs use (``multiplier`` times the rule's, :func:`rule_alpha`,
+        the one the plan's curve was computed with); None otherwise.
     """
 
     run_epsilon: float
@@ -192,6 +236,7 @@ class RepeatPlan:
     gamma: Fraction
     score_epsilons: tuple
     event: RepeatAndSelectEvent
+    alphas: tuple = ()
 
 
 def _gamma_for_mean(eta, mean):
@@ -206,6 +251,27 @@ def _gamma_for_mean(eta, mean):
     return Fraction(hi)
 
 
+#: Relative tolerance of the per-run epsilon found by bisection: at most 1% below
+#: the largest that meets the budget (each step of the bisection solves the
+#: alpha rule once, which dominates the planning time).
+_PLAN_RTOL = 1e-2
+
+
+def _largest_meeting(fits, epsilon):
+    """The largest ``eps0`` in ``[0, epsilon]`` with ``fits(eps0)``, to :data:`_PLAN_RTOL`
+    (by bisection; ``fits`` is monotone: the total grows with the per-run epsilon)."""
+    lo, hi = 0.0, epsilon
+    if fits(hi):
+        return hi
+    while hi - lo > _PLAN_RTOL * hi:
+        mid = 0.5 * (lo + hi)
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def _total_epsilon(candidates, eta, gamma, delta):
     """The event's own epsilon at ``delta`` (:class:`RepeatAndSelectEvent`)."""
     return RepeatAndSelectEvent._epsilon_of(candidates, float(eta), float(gamma), delta)
@@ -217,7 +283,7 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_fe
 
     For each shape in :data:`SHAPES`, ``gamma`` is set so that ``E[K]`` is
     ``mean_runs`` (default ``RUNS_PER_CANDIDATE * m``) and the per-run epsilon
-    is the largest (by bisection, to a relative 1e-4) at which the search's
+    is the largest (by bisection, to a relative 1e-2) at which the search's
     curve converts to at most ``epsilon`` at ``delta``; the shape with the
     largest per-run epsilon is kept. With ``delta = 0`` every candidate must be
     pure and the per-run epsilon is ``epsilon / (2 + eta)``.
@@ -251,11 +317,21 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_fe
         n_features = [n_features] * len(finals)
     if multipliers is None:
         multipliers = [1.0] * len(finals)
+    with rule_cache():
+        return _plan(finals, n_train, n_classes, epsilon, delta, mean, n_features, multipliers)
+
+
+def _plan(finals, n_train, n_classes, epsilon, delta, mean, n_features, multipliers):
+    """:func:`plan_repeat` once its arguments are filled in."""
+
+    memo = {}  # the shapes' bisections share their first midpoints
 
     def candidates_at(eps0):
-        return tuple(tuple(run_components(f, n_train, n_classes, eps0, n_features[i],
-                                          multipliers[i]))
-                     for i, f in enumerate(finals))
+        if eps0 not in memo:
+            memo[eps0] = tuple(tuple(run_components(f, n_train, n_classes, eps0, n_features[i],
+                                                    multipliers[i]))
+                               for i, f in enumerate(finals))
+        return memo[eps0]
 
     best = None
     for eta in SHAPES:
@@ -267,16 +343,14 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_fe
                     "With delta=0 method='repeat' needs pure candidates (delta=0); give the "
                     "search a total delta > 0 to tune Gaussian mechanisms.")
         else:
-            lo, hi = 0.0, epsilon
-            if _total_epsilon(candidates_at(hi), eta, gamma, delta) <= epsilon:
-                lo = hi
-            while hi - lo > 1e-4 * hi:
-                mid = 0.5 * (lo + hi)
-                if _total_epsilon(candidates_at(mid), eta, gamma, delta) <= epsilon:
-                    lo = mid
-                else:
-                    hi = mid
-            eps0 = lo
+            def fits(eps0):
+                return _total_epsilon(candidates_at(eps0), eta, gamma, delta) <= epsilon
+
+            if best is not None and not fits(best[0] * (1 + _PLAN_RTOL)):
+                # The total grows with the per-run epsilon: this shape cannot beat
+                # the best so far by more than the tolerance; skip its bisection.
+                continue
+            eps0 = _largest_meeting(fits, epsilon)
         if eps0 > 0 and (best is None or eps0 > best[0]):
             best = (eps0, eta, gamma)
     if best is None:
@@ -285,8 +359,14 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_fe
     candidates = candidates_at(eps0)
     event = RepeatAndSelectEvent(candidates=candidates, eta=float(eta), gamma=float(gamma),
                                  delta=delta, claimed_epsilon=epsilon)
+    alphas = tuple(
+        rule_alpha(f, n_train, n_features[i], n_classes, eps0,
+                   f.get_params(deep=False).get("delta", 0.0), multipliers[i])
+        if isinstance(f.alpha, str) and f.alpha == "auto" else None
+        for i, f in enumerate(finals))
     return RepeatPlan(run_epsilon=eps0, eta=eta, gamma=gamma,
-                      score_epsilons=tuple(score_epsilon(c) for c in candidates), event=event)
+                      score_epsilons=tuple(score_epsilon(c) for c in candidates), event=event,
+                      alphas=alphas)
 
 
 class _TimeProgress:

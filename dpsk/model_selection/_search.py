@@ -34,7 +34,7 @@ from ..accounting._scratch import ScratchLedger
 from ..mechanisms._noise import exponential_mechanism
 from ..mechanisms._random import noise_source, public_rng, validate_random_state
 from ..pipeline._check import _learning_parts
-from ._repeat import plan_repeat, repeat_and_select, rule_alpha
+from ._repeat import plan_repeat, repeat_and_select, rule_alpha, rule_cache
 from ._stopping import (
     RANDOM_STOPPING_FACTOR,
     default_stop_probability,
@@ -610,21 +610,28 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                 f"'auto'), which {type(final).__name__} does not have. Pass a param_grid.")
         return [{prefix + "alpha": "auto"} for _ in DEFAULT_ALPHA_MULTIPLIERS]
 
-    def _concrete(self, candidates, index, n_rows, epsilon, classes, widths):
-        """The parameters candidate ``index`` is fitted with, on ``n_rows`` rows at
+    def _concrete(self, candidates, n_rows, epsilon, classes, widths, alphas=None):
+        """The parameters the candidates are fitted with, on ``n_rows`` rows at
         ``epsilon``: a given grid's as they are; the default grid's with the
         numeric alpha, ``multiplier`` times the rule's for this very fit (public
-        sizes and budget only)."""
-        params = dict(candidates[index])
+        sizes and budget only; ``alphas``: already computed, by the repeat plan).
+
+        ``n_rows`` is an int or one per candidate.
+        """
         multipliers = self._multipliers()
         if multipliers is None:
-            return params
-        prefix, final = _private_final_step(clone(self.estimator).set_params(**params))
-        delta = final.get_params(deep=False).get("delta", 0.0)
-        alpha = rule_alpha(final, n_rows, widths[index], len(classes), epsilon, delta,
-                           multipliers[index])
-        params[prefix + "alpha"] = alpha
-        return params
+            return [dict(p) for p in candidates]
+        rows = [n_rows] * len(candidates) if np.isscalar(n_rows) else list(n_rows)
+        out = []
+        with rule_cache():  # the candidates differ by their multiplier only
+            for i, params in enumerate(candidates):
+                prefix, final = _private_final_step(
+                    clone(self.estimator).set_params(**params))
+                delta = final.get_params(deep=False).get("delta", 0.0)
+                alpha = alphas[i] if alphas else rule_alpha(
+                    final, rows[i], widths[i], len(classes), epsilon, delta, multipliers[i])
+                out.append({**params, prefix + "alpha": alpha})
+        return out
 
     def _candidate_params(self):
         """The candidate list, after rejecting grids that set the search's own parameters."""
@@ -888,8 +895,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         train, val = _score_split(y.shape[0], self.validation_fraction, public_rng(seed))
         X_val, y_val = _safe_indexing(X, val), y[val]
         # Each run of a candidate uses the same parameters: set them once.
-        concrete = [self._concrete(candidates, i, len(train), plan.run_epsilon, classes,
-                                   widths) for i in range(len(candidates))]
+        concrete = self._concrete(candidates, len(train), plan.run_epsilon, classes, widths,
+                                  plan.alphas)
 
         def make(i, j):
             return self._make_candidate(concrete[i], _derived_seed(seed, 4, j), classes,
@@ -917,11 +924,11 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         def candidate(params, *key):
             return self._make_candidate(params, _derived_seed(seed, *key), classes)
 
-        def concrete(index, n_rows, eps):
-            return self._concrete(candidates, index, n_rows, eps, classes, widths)
+        def concrete(n_rows, eps):
+            return self._concrete(candidates, n_rows, eps, classes, widths)
 
         if m == 1:
-            params = [concrete(0, y.shape[0], epsilon)]
+            params = concrete(y.shape[0], epsilon)
             best = candidate(params[0], 0)
             best.fit(X, y)
             self._check_spent(best, epsilon, delta)
@@ -938,7 +945,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         X_hold, y_hold = _safe_indexing(X, held_out), y[held_out]
         fit_eps, fit_delta = (epsilon / 2.0, delta / 2.0) if self.refit else (epsilon, delta)
         # Part i's size is public (a function of n and m).
-        params = [concrete(i, len(parts[i]), fit_eps) for i in range(m)]
+        params = concrete([len(part) for part in parts[:-1]], fit_eps)
         estimators = [candidate(p, 1, i) for i, p in enumerate(params)]
         results = _unwrap(Parallel(n_jobs=self.n_jobs)(
             delayed(_quietly)(
@@ -955,7 +962,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         del results  # the counts are not private: keep them out of reach
 
         if self.refit:
-            params = [concrete(i, y.shape[0], fit_eps) for i in range(m)]
+            params = concrete(y.shape[0], fit_eps)
             best = candidate(params[index], 2)
             best.fit(X, y)
             self._check_spent(best, fit_eps, fit_delta)
@@ -978,8 +985,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         train, val = _score_split(y.shape[0], self.validation_fraction, public_rng(seed))
         X_train, y_train = _safe_indexing(X, train), y[train]
         X_val, y_val = _safe_indexing(X, val), y[val]
-        concrete = [self._concrete(candidates, i, len(train), run_eps, classes, widths)
-                    for i in range(m)]
+        concrete = self._concrete(candidates, len(train), run_eps, classes, widths)
         prototypes = [self._make_candidate(p, None, classes, epsilon=run_eps)
                       for p in concrete]
         # The runs are dealt round-robin into one task per worker, a number that
@@ -1004,8 +1010,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         self._check_spent(best, run_eps, 0.0)
 
         if self.refit:
-            concrete = [self._concrete(candidates, i, y.shape[0], search_eps, classes, widths)
-                        for i in range(m)]
+            concrete = self._concrete(candidates, y.shape[0], search_eps, classes, widths)
             best = self._make_candidate(concrete[index], _derived_seed(seed, 2), classes)
             best.fit(X, y)
             self._check_spent(best, search_eps, delta)
