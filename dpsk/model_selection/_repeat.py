@@ -87,10 +87,14 @@ def rule_alpha(final, n_train, n_features, n_classes, epsilon, delta, multiplier
         key = (cache[("key", id(final))], int(n_train), int(width), n_classes,
                float(epsilon), float(delta))
     if cache is None or key not in cache:
-        loss = final._make_loss(n_classes)
         auto = clone(final).set_params(alpha="auto")
+        if hasattr(final, "_constants"):
+            # Output-only models (robust, tilted): constants that depend on alpha.
+            loss, loss_at = final._constants(int(n_train), int(n_features))
+        else:
+            loss, loss_at = final._make_loss(n_classes), None
         value = float(auto._resolve_alpha(int(n_train), int(width), loss, n_classes,
-                                          epsilon, delta))
+                                          epsilon, delta, loss_at))
         if cache is None:
             return float(multiplier) * value
         cache[key] = value
