@@ -47,10 +47,19 @@ from ..mechanisms._noise import gaussian_objective_calibration
 from ._repeat_draws import discrete_laplace, truncated_negative_binomial
 
 __all__ = ["RepeatPlan", "run_components", "plan_repeat", "repeat_and_select",
-           "rule_alpha", "rule_cache", "RUNS_PER_CANDIDATE", "SHAPES"]
+           "rule_alpha", "rule_cache", "default_mean_runs", "RUNS_PER_CANDIDATE",
+           "MIN_MEAN_RUNS", "SHAPES"]
 
-#: The expected number of runs is ``RUNS_PER_CANDIDATE * m`` for ``m`` candidates.
+#: The expected number of runs is ``max(RUNS_PER_CANDIDATE * m, MIN_MEAN_RUNS)`` for
+#: ``m`` candidates (:func:`default_mean_runs`).
 RUNS_PER_CANDIDATE = 1.5
+
+#: The smallest default ``E[K]``. Pure runs get ``epsilon / 2`` whatever ``E[K]``;
+#: more runs of a small grid choose among more noise draws of each candidate on the
+#: validation part, which lowered the test error on every data set of
+#: ``python -m benchmarks defaults`` (``docs/grid_search.rst``, "The default grid"),
+#: at a wall time of about ``E[K]`` fits.
+MIN_MEAN_RUNS = 8.0
 
 #: The shapes ``eta`` of the law of ``K`` the planner tries (logarithmic, between,
 #: geometric); it keeps the one that allows the largest per-run epsilon.
@@ -243,6 +252,11 @@ class RepeatPlan:
     alphas: tuple = ()
 
 
+def default_mean_runs(n_candidates):
+    """``E[K]`` of a search over ``n_candidates``: ``max(1.5 m, 8)`` (public: ``m`` only)."""
+    return max(RUNS_PER_CANDIDATE * int(n_candidates), MIN_MEAN_RUNS)
+
+
 def _gamma_for_mean(eta, mean):
     """The ``gamma`` with ``E[K] <= mean`` for shape ``eta`` (bisection; mean > 1)."""
     lo, hi = 1e-12, 1.0 - 1e-12
@@ -286,7 +300,7 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_fe
     """Plan a search whose whole release is ``(epsilon, delta)``-DP.
 
     For each shape in :data:`SHAPES`, ``gamma`` is set so that ``E[K]`` is
-    ``mean_runs`` (default ``RUNS_PER_CANDIDATE * m``) and the per-run epsilon
+    ``mean_runs`` (default :func:`default_mean_runs`) and the per-run epsilon
     is the largest (by bisection, to a relative 1e-2) at which the search's
     curve converts to at most ``epsilon`` at ``delta``; the shape with the
     largest per-run epsilon is kept. With ``delta = 0`` every candidate must be
@@ -313,7 +327,7 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_fe
     RepeatPlan
     """
     m = len(finals)
-    mean = float(mean_runs) if mean_runs is not None else RUNS_PER_CANDIDATE * m
+    mean = float(mean_runs) if mean_runs is not None else default_mean_runs(m)
     if not mean > 1.0:
         raise ValueError(f"mean_runs must be > 1, got {mean_runs!r}.")
 

@@ -53,7 +53,11 @@ _PRINTING_PARAMS = ("verbose", "verbosity")
 
 #: The default grid (``param_grid=None``): these multiples of the alpha rule's
 #: alpha, each computed for the fit it is used in (its own rows and epsilon).
-DEFAULT_ALPHA_MULTIPLIERS = (1 / 9, 1 / 3, 1.0, 3.0, 9.0)
+#: Narrow on purpose: the rule is near the best alpha on the benchmark families,
+#: and a factor 9 away already cost 0.02-0.06 of test error on Adult, while a
+#: wide grid's bad candidates are sometimes chosen by the noisy selection
+#: (``docs/grid_search.rst``, "The default grid").
+DEFAULT_ALPHA_MULTIPLIERS = (1 / 3, 1.0, 3.0)
 
 
 class _RunFailed(RuntimeError):
@@ -371,8 +375,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     **method="repeat".** Papernot and Steinke (2022, "Hyperparameter tuning
     with Renyi differential privacy", ICLR, Theorem 2). A public split sets
     aside ``validation_fraction`` of the rows. A secret number of runs ``K``
-    is drawn exactly from a truncated negative binomial law with ``E[K] = 1.5
-    m``; each run fits a uniformly drawn candidate on the training part at a
+    is drawn exactly from a truncated negative binomial law with ``E[K] =
+    max(1.5 m, 8)``; each run fits a uniformly drawn candidate on the training part at a
     planned per-run epsilon (and the candidate's own ``delta``) and scores it
     by a discrete-Laplace-noised count of correct validation predictions; the
     best run is released, with ``best_score_``. Privacy guarantee: the whole
@@ -443,11 +447,30 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         ``verbosity``) parameter anywhere in a candidate is refused before
         anything is spent, and everything inner fits print or log is discarded
         (process-wide while the search runs, other threads' output included).
-    param_grid : dict or list of dicts
+    param_grid : dict, list of dicts or None, default=None
         As in :class:`~sklearn.model_selection.ParameterGrid`; for a Pipeline use
         ``<step>__<param>`` keys. It must not set ``epsilon``, ``accountant``,
         ``random_state`` or ``classes`` of the private step (ValueError). Fixed in advance, not
         chosen by looking at the private data.
+
+        None (the default grid): the candidates are ``c`` times the alpha the
+        alpha rule (``alpha="auto"``) gives the very fit the candidate is used
+        in, for ``c`` in :data:`DEFAULT_ALPHA_MULTIPLIERS` = (1/3, 1, 3): its
+        own training rows, the model's own number of features (after
+        data-independent pipeline steps) and its own epsilon (the per-run
+        epsilon of ``"repeat"``, ``epsilon / 3`` of ``"random-stopping"``, the
+        part's rows of ``"disjoint"``), all public. ``c = 1`` is the rule
+        itself. Only the private step's alpha changes; its other parameters
+        are the estimator's. ``candidate_params_`` and ``best_params_`` hold the
+        numeric alphas (so ``best_params_`` can be passed to ``set_params``),
+        ``alpha_multipliers_`` and ``best_alpha_multiplier_`` the factors.
+        Refused (free) for a private step without the alpha rule. What to
+        expect: with ``m`` candidates a search pays for its selection with about
+        half its epsilon per run, and the rule is already near the best alpha
+        on the benchmark families, so at equal total budget the default search
+        was *less* accurate than one fit of the rule in most cells of ``python
+        -m benchmarks defaults``; it helps when the rule is off for the data
+        (``docs/grid_search.rst``, "The default grid").
     epsilon : float, default=1.0
         Privacy cost of the search, > 0 and finite. ``"disjoint"``: each candidate
         is trained at ``epsilon`` and the selection is made at ``epsilon``.
@@ -502,11 +525,19 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         search's ``accountant``, so refitting it charges the user's ledger, and its
         ``random_state`` and ``classes`` to the inner estimator's own values.
     best_params_ : dict
-        Parameters of the chosen candidate.
+        Parameters of the chosen candidate (with the default grid: the numeric
+        ``alpha`` the released model was fitted with).
     best_index_ : int
         Index of the chosen candidate in ``candidate_params_``.
     candidate_params_ : list of dict
-        All candidates, in ``ParameterGrid`` order (public: fixed before the data).
+        All candidates, in ``ParameterGrid`` order (public: fixed before the
+        data; with the default grid, the numeric alphas, functions of the
+        public sizes and budget).
+    alpha_multipliers_ : tuple of float or None
+        The default grid's multiples of the rule's alpha (None for a given grid).
+    best_alpha_multiplier_ : float or None
+        The chosen candidate's multiple (None for a given grid); part of the
+        private selection, like ``best_index_``.
     classes_ : ndarray of shape (n_classes,)
         Class labels of ``best_estimator_``.
     n_features_in_ : int
@@ -556,6 +587,13 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     ...                       accountant=acc, random_state=0).fit(X, y)
     >>> acc.total()
     (1.0, 0.0)
+
+    The default grid, around the alpha rule (a second search, a second epsilon):
+
+    >>> default = DPGridSearch(DPLogisticRegression(classes=[0, 1]), epsilon=1.0,
+    ...                        random_state=0, accountant=BudgetAccountant()).fit(X, y)
+    >>> default.alpha_multipliers_
+    (0.3333333333333333, 1.0, 3.0)
     """
 
     _parameter_constraints = {
