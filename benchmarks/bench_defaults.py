@@ -45,6 +45,9 @@ from . import _common as C
 EPSILONS = (0.05, 0.1, 0.5, 1.0, 2.0)
 DELTA = 1e-6
 ORACLE_ALPHAS = tuple(10.0 ** e for e in np.arange(-5.0, 0.01, 0.5))
+#: An explicit grid a user might write next to the default (the rule and four fixed
+#: values); the search rows here use the default grid, ``bench_learning_curve`` this one.
+SEARCH_GRID = {"alpha": ["auto", 1e-4, 1e-3, 1e-2, 1e-1]}
 
 # name: (n, d, separation: the standard deviation of the true margin x.w*, share of
 # positives, share of non-zero features)
