@@ -145,3 +145,36 @@ def test_refused_before_any_spend(case):
     with pytest.raises((ValueError, TypeError), match=match):
         search.fit(X, y)
     assert acc.events == [] and acc.total() == (0.0, 0.0)
+
+
+def test_expected_runs_rule():
+    from dpsk.model_selection._repeat import default_mean_runs
+
+    assert default_mean_runs(3) == 8.0 and default_mean_runs(5) == 8.0
+    assert default_mean_runs(10) == 15.0
+
+
+def test_plan_is_near_the_largest_per_run_epsilon_for_every_shape():
+    """Skipping shapes that cannot win keeps the plan within the tolerance of the best."""
+    from dpsk.model_selection._repeat import (
+        SHAPES,
+        _gamma_for_mean,
+        _total_epsilon,
+        default_mean_runs,
+        plan_repeat,
+        run_components,
+    )
+
+    finals = [DPLogisticRegression(classes=[0, 1], delta=1e-6) for _ in range(3)]
+    multipliers = (1 / 3, 1.0, 3.0)
+    plan = plan_repeat(finals, 900, 2, 0.5, 1e-6, n_features=4, multipliers=multipliers)
+    assert plan.event.epsilon <= 0.5 * (1 + 1e-9)
+    above = plan.run_epsilon * 1.02
+    curves = tuple(tuple(run_components(f, 900, 2, above, 4, c))
+                   for f, c in zip(finals, multipliers))
+    for eta in SHAPES:
+        gamma = _gamma_for_mean(eta, default_mean_runs(3))
+        assert _total_epsilon(curves, eta, gamma, 1e-6) > 0.5
+    np.testing.assert_allclose(
+        plan.alphas, [c * rule_alpha(finals[0], 900, 4, 2, plan.run_epsilon, 1e-6)
+                      for c in multipliers], rtol=1e-12)
