@@ -178,3 +178,29 @@ def test_plan_is_near_the_largest_per_run_epsilon_for_every_shape():
     np.testing.assert_allclose(
         plan.alphas, [c * rule_alpha(finals[0], 900, 4, 2, plan.run_epsilon, 1e-6)
                       for c in multipliers], rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["disjoint", "random-stopping"])
+def test_progress_display_for_every_method(monkeypatch, method):
+    """The elapsed-seconds display (tqdm, when installed) covers the other methods too."""
+    import sys
+    import types
+
+    inits = []
+
+    class FakeBar:
+        def __init__(self, *args, **kwargs):
+            inits.append(kwargs)
+
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: None
+
+    module = types.ModuleType("tqdm.auto")
+    module.tqdm = FakeBar
+    monkeypatch.setitem(sys.modules, "tqdm", types.ModuleType("tqdm"))
+    monkeypatch.setitem(sys.modules, "tqdm.auto", module)
+    X, y = _data(n=200)
+    DPGridSearch(DPLogisticRegression(classes=[0, 1]), method=method, random_state=0,
+                 accountant=BudgetAccountant()).fit(X, y)
+    assert len(inits) == 1
+    assert inits[0]["total"] is None and "{elapsed}" in inits[0]["bar_format"]

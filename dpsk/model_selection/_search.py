@@ -34,7 +34,7 @@ from ..accounting._scratch import ScratchLedger
 from ..mechanisms._noise import exponential_mechanism
 from ..mechanisms._random import noise_source, public_rng, validate_random_state
 from ..pipeline._check import _learning_parts
-from ._repeat import plan_repeat, repeat_and_select, rule_alpha, rule_cache
+from ._repeat import _TimeProgress, plan_repeat, repeat_and_select, rule_alpha, rule_cache
 from ._stopping import (
     RANDOM_STOPPING_FACTOR,
     default_stop_probability,
@@ -985,12 +985,13 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         # Part i's size is public (a function of n and m).
         params = concrete([len(part) for part in parts[:-1]], fit_eps)
         estimators = [candidate(p, 1, i) for i, p in enumerate(params)]
-        results = _unwrap(Parallel(n_jobs=self.n_jobs)(
-            delayed(_quietly)(
-                _fit_and_count, est, _safe_indexing(X, part), y[part], X_hold, y_hold
-            )
-            for est, part in zip(estimators, parts[:-1])
-        ))
+        with _TimeProgress("DPGridSearch"):  # elapsed seconds only, when tqdm is installed
+            results = _unwrap(Parallel(n_jobs=self.n_jobs)(
+                delayed(_quietly)(
+                    _fit_and_count, est, _safe_indexing(X, part), y[part], X_hold, y_hold
+                )
+                for est, part in zip(estimators, parts[:-1])
+            ))
         # ``epsilon`` is the search's total cost; each step (the parallel fits, the
         # selection, a refit) runs at the per-step epsilon, half of it with refit.
         fitted = [est for est, _ in results]
@@ -1035,11 +1036,13 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             shares[j % n_tasks].append(
                 (j, int(i), _derived_seed(seed, 3, j), _derived_seed(seed, 4, j)))
         del plan  # K and the candidates of the runs are secret
-        results = _unwrap(Parallel(n_jobs=self.n_jobs)(
-            delayed(_quietly)(_best_of_runs, share, prototypes, run_eps,
-                              X_train, y_train, X_val, y_val)
-            for share in shares
-        ))
+        # Elapsed seconds only (never a count of runs), when tqdm is installed.
+        with _TimeProgress("DPGridSearch"):
+            results = _unwrap(Parallel(n_jobs=self.n_jobs)(
+                delayed(_quietly)(_best_of_runs, share, prototypes, run_eps,
+                                  X_train, y_train, X_val, y_val)
+                for share in shares
+            ))
         del shares
         # The first best over all runs: the highest score, then the earliest run.
         best_score, _, index, best = max((r for r in results if r is not None),
