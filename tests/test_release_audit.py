@@ -189,12 +189,9 @@ AUDITED = [
                  False, method="repeat", delta=1e-5)),
     # The default grid (param_grid=None): multiples of the rule's alpha, resolved from
     # public sizes, so candidate_params_ is equal on neighbours.
-    Config("grid-default-repeat-pure", _grid(lambda c: DPLogisticRegression(classes=c), None,
-                                             False, method="auto")),
     Config("grid-default-repeat-gaussian",
-           _grid(lambda c: DPLogisticRegression(classes=c, delta=1e-5, multi_class="ovr"), None,
-                 False,
-                 method="auto"), 3),
+           _grid(lambda c: DPLogisticRegression(classes=c, delta=1e-5), None, False,
+                 method="auto")),
     Config("grid-default-disjoint-refit",
            _grid(lambda c: DPLogisticRegression(classes=c), None, True)),
     # alpha="auto": the rule reads public quantities only, so alpha_ is equal on neighbours.
