@@ -455,7 +455,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
 
         None (the default grid): the candidates are ``c`` times the alpha the
         alpha rule (``alpha="auto"``) gives the very fit the candidate is used
-        in, for ``c`` in :data:`DEFAULT_ALPHA_MULTIPLIERS` = (1/3, 1, 3): its
+        in, for ``c`` in ``DEFAULT_ALPHA_MULTIPLIERS = (1/3, 1, 3)``: its
         own training rows, the model's own number of features (after
         data-independent pipeline steps) and its own epsilon (the per-run
         epsilon of ``"repeat"``, ``epsilon / 3`` of ``"random-stopping"``, the
