@@ -155,7 +155,7 @@ def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=
         raise UnsupportedCandidateError(
             "method='repeat' has no Renyi curve for multinomial Gaussian objective "
             "perturbation; use multi_class='ovr', perturbation='output' or "
-            "'gradient', or delta=0.")
+            "'gradient', delta=0, or DPGridSearch(method='disjoint').")
     problems = n_classes if n_classes > 2 else 1
     eps_each, delta_each = epsilon / problems, delta / problems
     eps_solver = SOLVER_EPSILON_SHARE * eps_each
