@@ -386,11 +386,11 @@ def test_alpha_auto_gaussian_objective_candidates_are_planned_with_their_own_alp
     search = _search(grid={"fit_intercept": [True, False]}, accountant=acc)
     search.set_params(estimator=DPLogisticRegression(classes=[0, 1], delta=1e-6)).fit(X, y)
     assert len(acc.events) == 1
-    # Inside a pipeline of data-independent steps the model's own number of
-    # features is the transformed X's (public): planned the same way.
+    # Inside a pipeline the model's own number of features is unknown: refused for free.
     piped = _search(grid={"dplogisticregression__fit_intercept": [True, False]},
                     accountant=(acc := BudgetAccountant()))
     piped.set_params(estimator=make_pipeline(FunctionTransformer(),
                                              DPLogisticRegression(classes=[0, 1], delta=1e-6)))
-    piped.fit(X, y)
-    assert len(acc.events) == 1
+    with pytest.raises(ValueError, match="numeric alpha"):
+        piped.fit(X, y)
+    assert acc.events == []

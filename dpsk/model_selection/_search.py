@@ -920,10 +920,16 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                 f"a validation part and needs at least 2 rows; got {n}.")
         epsilon, delta = self._privacy_cost()
         n_val = min(max(int(round(self.validation_fraction * n)), 1), n - 1)
-        finals = [_private_final_step(self._make_candidate(p, None, classes))[1]
-                  for p in candidates]
-        return plan_repeat(finals, n - n_val, len(classes), epsilon, delta,
-                           n_features=widths, multipliers=self._multipliers())
+        steps = [_private_final_step(self._make_candidate(p, None, classes))
+                 for p in candidates]
+        if self._multipliers() is None:
+            # A given grid may vary pipeline steps, and the plan's curves (in the
+            # ledger) would then carry the width each candidate's steps make of X,
+            # chosen or not: only a model's own X is read. The default grid varies
+            # alpha alone, so its width is the released model's n_features_in_.
+            widths = [w if not path else None for (path, _), w in zip(steps, widths)]
+        return plan_repeat([final for _, final in steps], n - n_val, len(classes), epsilon,
+                           delta, n_features=widths, multipliers=self._multipliers())
 
     def _release_repeat(self, X, y, classes, candidates, widths):
         """Papernot and Steinke's repeat-and-select (``_repeat.py``)."""
