@@ -23,6 +23,17 @@ by every method), the test error of:
 And the wall time of ``repeat_gauss5`` (a 5-candidate search) over the mean
 time of one fit of its candidates on the same rows (``time_ratio``).
 ``--quick``: 1 repetition at epsilon 1, Adult only.
+
+``--timing``: wall time only. For each data set, epsilon in {0.1, 1} and
+repetition, the search's time over the time of one fit of the untuned
+``DPLogisticRegression(epsilon, delta)`` on the same rows, for the default
+search (``DPGridSearch(DPLogisticRegression(delta=...))``, no grid, 3
+candidates) and a 5-candidate alpha grid (``ALPHAS``), pure and ``delta=1e-6``;
+median and mean ratio per search (``results/repeat_timing.csv``). The law of the
+number of runs ``K`` has a heavy tail, so the mean of a few dozen searches is a
+noisy estimate of the mean time; the time is affine in ``K``, so each search is
+also timed once with ``K`` forced to ``E[K]`` (``ratio_at_mean_K``, a benchmark
+hook only): that is the mean time over the law of ``K``, without its sampling noise.
 """
 
 import argparse
@@ -144,6 +155,71 @@ def _cell(data, epsilon, rep, seed):
     return row
 
 
+TIMING_SEARCHES = ("default-grid pure", "default-grid delta", "5 alphas pure",
+                   "5 alphas delta")
+
+
+def _timing_cell(data, epsilon, rep, seed):
+    """Seconds of one fit and of each search on the same 80% of the rows."""
+    from dpsk import BudgetAccountant, DPLogisticRegression
+    from dpsk.model_selection import DPGridSearch, _repeat, _search
+
+    X, y = _data(data)
+    perm = np.random.default_rng(_seed(seed, rep)).permutation(len(y))
+    train = perm[len(y) // 5:]
+    X_tr, y_tr = X[train], y[train]
+    rows = []
+    for tag, delta in (("pure", 0.0), ("delta", DELTA)):
+        def one_fit(s):
+            return DPLogisticRegression(epsilon=epsilon, delta=delta, classes=[0, 1],
+                                        accountant=BudgetAccountant(), random_state=s)
+        t0 = time.perf_counter()
+        one_fit(_seed(seed, rep, 1)).fit(X_tr, y_tr)
+        fit_seconds = time.perf_counter() - t0
+        for name, grid in ((f"default-grid {tag}", None), (f"5 alphas {tag}", {"alpha": ALPHAS})):
+            def timed():
+                search = DPGridSearch(DPLogisticRegression(delta=delta, classes=[0, 1]), grid,
+                                      epsilon=epsilon, accountant=BudgetAccountant(),
+                                      random_state=_seed(seed, rep, 2))
+                t0 = time.perf_counter()
+                search.fit(X_tr, y_tr)
+                return time.perf_counter() - t0
+
+            seconds = timed()
+            m = len(ALPHAS) if grid else len(_search.DEFAULT_ALPHA_MULTIPLIERS)
+            draw = _repeat.truncated_negative_binomial
+            _repeat.truncated_negative_binomial = (
+                lambda *a, k=int(round(_repeat.default_mean_runs(m))): k)
+            try:
+                at_mean = timed()
+            finally:
+                _repeat.truncated_negative_binomial = draw
+            rows.append({"data": data, "epsilon": epsilon, "rep": rep, "search": name,
+                         "seconds_search": seconds, "seconds_one_fit": fit_seconds,
+                         "time_ratio": seconds / fit_seconds,
+                         "ratio_at_mean_K": at_mean / fit_seconds})
+    return rows
+
+
+def timing(datasets, reps, seed, jobs):
+    """Time ratios of the searches; prints the median and mean per search."""
+    tasks = [(d, e, r, seed) for d in datasets for e in (0.1, 1.0) for r in range(reps)]
+    rows = [row for cell in C.run_tasks(_timing_cell, tasks, n_jobs=jobs, desc="timing")
+            for row in cell]
+    table = []
+    for name in TIMING_SEARCHES:
+        ratios = [r["time_ratio"] for r in rows if r["search"] == name]
+        at_mean = [r["ratio_at_mean_K"] for r in rows if r["search"] == name]
+        table.append({"search": name, "searches": len(ratios),
+                      "median_ratio": f"{np.median(ratios):.1f}",
+                      "mean_ratio": f"{np.mean(ratios):.1f}",
+                      "max_ratio": f"{np.max(ratios):.1f}",
+                      "ratio_at_mean_K": f"{np.mean(at_mean):.1f}"})
+    print(C.format_table(table, ["search", "searches", "median_ratio", "mean_ratio",
+                                 "max_ratio", "ratio_at_mean_K"]))
+    return rows
+
+
 def summarize(rows):
     out = []
     for data in DATASETS:
@@ -167,8 +243,20 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 3)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--timing", action="store_true",
+                        help="wall time of the searches over one fit only (see above)")
     args = parser.parse_args(argv)
     C.limit_blas_threads()
+    if args.timing:
+        reps = args.reps or (2 if args.quick else 5)
+        start = time.perf_counter()
+        rows = timing(("adult",) if args.quick else DATASETS, reps, args.seed, args.jobs)
+        path = C.write_csv("repeat_timing", rows,
+                           ["data", "epsilon", "rep", "search", "seconds_search",
+                            "seconds_one_fit", "time_ratio", "ratio_at_mean_K"],
+                           comment_lines=[C.command_line(), C.machine_line()])
+        print(f"wrote {path} ({time.perf_counter() - start:.0f} s)")
+        return 0
     reps = args.reps or (1 if args.quick else 3)
     epsilons = (1.0,) if args.quick else EPSILONS
     datasets = ("adult",) if args.quick else DATASETS

@@ -220,7 +220,10 @@ def test_fitted_attributes_expose_no_scores(data):
     search = make_search().fit(X, y)
     public = {k for k in vars(search) if k.endswith("_") and not k.startswith("_")}
     assert public == {"best_estimator_", "best_index_", "best_params_", "candidate_params_",
-                      "classes_", "n_features_in_", "privacy_spent_", "privacy_event_"}
+                      "classes_", "n_features_in_", "privacy_spent_", "privacy_event_",
+                      "alpha_multipliers_", "best_alpha_multiplier_"}
+    # An explicit grid has no multipliers of the rule's alpha.
+    assert search.alpha_multipliers_ is None and search.best_alpha_multiplier_ is None
     assert not any(k.startswith("_") and k not in ("_sklearn_version",)
                    for k in vars(search)), vars(search).keys()
     assert search.candidate_params_ == [{"alpha": a} for a in GRID["alpha"]]

@@ -233,7 +233,7 @@ def test_exposes_only_private_outputs(data):
     public = {k for k in vars(search) if k.endswith("_") and not k.startswith("_")}
     assert public == {"best_estimator_", "best_index_", "best_params_", "best_score_",
                       "candidate_params_", "classes_", "n_features_in_", "privacy_spent_",
-                      "privacy_event_"}
+                      "privacy_event_", "alpha_multipliers_", "best_alpha_multiplier_"}
     assert not any(k.startswith("_") and k != "_sklearn_version" for k in vars(search))
     assert isinstance(search.best_score_, float)
     assert search.best_estimator_.get_params()["random_state"] is None

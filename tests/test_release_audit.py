@@ -187,6 +187,13 @@ AUDITED = [
                  [{"alpha": [0.01, 0.1], "delta": [0.0, 1e-5]},
                   {"alpha": [0.1], "perturbation": ["gradient", "output"], "delta": [1e-5]}],
                  False, method="repeat", delta=1e-5)),
+    # The default grid (param_grid=None): multiples of the rule's alpha, resolved from
+    # public sizes, so candidate_params_ is equal on neighbours.
+    Config("grid-default-repeat-gaussian",
+           _grid(lambda c: DPLogisticRegression(classes=c, delta=1e-5), None, False,
+                 method="auto")),
+    Config("grid-default-disjoint-refit",
+           _grid(lambda c: DPLogisticRegression(classes=c), None, True)),
     # alpha="auto": the rule reads public quantities only, so alpha_ is equal on neighbours.
     Config("logreg-auto-objective-binary", _simple(DPLogisticRegression, alpha="auto")),
     Config("logreg-auto-gaussian-output-3class-ovr",
@@ -221,7 +228,8 @@ FRESH_PUBLIC = {"random_weights_"}
 #: DPGridSearch selected, where they are part of its selection.
 RESOLVED_PARAMS = {"alpha_"}
 #: DPGridSearch's private selection (type only; the selected model is a release).
-SELECTION = {"best_index_", "best_params_", "best_estimator_", "best_score_"}
+SELECTION = {"best_index_", "best_params_", "best_estimator_", "best_score_",
+             "best_alpha_multiplier_"}
 
 N_FITS = 10
 N_ROWS, N_FEATURES = 60, 3

@@ -20,6 +20,8 @@ stored, returned, logged or shown; the progress display counts seconds, not
 runs (``docs/grid_search.rst``, "Repeat and select").
 """
 
+import contextlib
+import contextvars
 import math
 import threading
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ from fractions import Fraction
 from numbers import Real
 
 import numpy as np
+from sklearn.base import clone
 
 from .._optimize._solution_cache import reusing_solutions
 from .._silence import console_stderr, silenced
@@ -44,10 +47,19 @@ from ..mechanisms._noise import gaussian_objective_calibration
 from ._repeat_draws import discrete_laplace, truncated_negative_binomial
 
 __all__ = ["RepeatPlan", "run_components", "plan_repeat", "repeat_and_select",
-           "RUNS_PER_CANDIDATE", "SHAPES"]
+           "rule_alpha", "rule_cache", "default_mean_runs", "RUNS_PER_CANDIDATE",
+           "MIN_MEAN_RUNS", "SHAPES"]
 
-#: The expected number of runs is ``RUNS_PER_CANDIDATE * m`` for ``m`` candidates.
+#: The expected number of runs is ``max(RUNS_PER_CANDIDATE * m, MIN_MEAN_RUNS)`` for
+#: ``m`` candidates (:func:`default_mean_runs`).
 RUNS_PER_CANDIDATE = 1.5
+
+#: The smallest default ``E[K]``. Pure runs get ``epsilon / 2`` whatever ``E[K]``;
+#: more runs of a small grid choose among more noise draws of each candidate on the
+#: validation part, which lowered the test error on every data set of
+#: ``python -m benchmarks defaults`` (``docs/grid_search.rst``, "The default grid"),
+#: at a wall time of about ``E[K]`` fits.
+MIN_MEAN_RUNS = 8.0
 
 #: The shapes ``eta`` of the law of ``K`` the planner tries (logarithmic, between,
 #: geometric); it keeps the one that allows the largest per-run epsilon.
@@ -61,13 +73,77 @@ class UnsupportedCandidateError(ValueError):
     """A candidate whose one fit has no Renyi curve the tuner can use."""
 
 
-def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=None):
+def rule_alpha(final, n_train, n_features, n_classes, epsilon, delta, multiplier=1.0):
+    """``multiplier`` times the alpha ``final``'s rule gives one fit on ``n_train`` rows.
+
+    The alpha ``alpha="auto"`` resolves to when ``final`` is fitted at
+    ``(epsilon, delta)`` on ``n_train`` rows of ``n_features`` columns (the
+    model's own input: after any pipeline steps): the rule reads the design's
+    width, ``n_features`` plus the intercept column, or the number of random
+    features of a kernel model. Public quantities only. Returns None when
+    ``n_features`` is unknown.
+    """
+    if n_features is None:
+        return None
+    width = getattr(final, "n_components", n_features) + int(final.fit_intercept)
+    cache = _RULE_CACHE.get()
+    if cache is None:
+        key = None
+    else:
+        # get_params is slow (signature inspection): one key per estimator object.
+        if ("key", id(final)) not in cache:
+            cache[("key", id(final))] = (type(final), _public_key(final))
+        key = (cache[("key", id(final))], int(n_train), int(width), n_classes,
+               float(epsilon), float(delta))
+    if cache is None or key not in cache:
+        auto = clone(final).set_params(alpha="auto")
+        if hasattr(final, "_constants"):
+            # Output-only models (robust, tilted): constants that depend on alpha.
+            loss, loss_at = final._constants(int(n_train), int(n_features))
+        else:
+            loss, loss_at = final._make_loss(n_classes), None
+        value = float(auto._resolve_alpha(int(n_train), int(width), loss, n_classes,
+                                          epsilon, delta, loss_at))
+        if cache is None:
+            return float(multiplier) * value
+        cache[key] = value
+    return float(multiplier) * cache[key]
+
+
+def _public_key(final):
+    """The parameters the rule may read, as a hashable key (alpha, epsilon, ledger and
+    seed aside: the epsilon is the fit's, given apart)."""
+    params = final.get_params(deep=False)
+    return repr(sorted((name, value) for name, value in params.items()
+                       if name not in ("alpha", "epsilon", "accountant", "random_state")))
+
+
+# The rule's alphas of one plan: its bisection asks for the same fits again
+# (every multiple of the same candidate, the shapes' common midpoints).
+_RULE_CACHE = contextvars.ContextVar("dpsk_rule_alpha_cache", default=None)
+
+
+@contextlib.contextmanager
+def rule_cache():
+    """Within the block, :func:`rule_alpha` solves the rule once per distinct fit
+    (public sizes, budget and parameters; nothing of the data)."""
+    token = _RULE_CACHE.set({})
+    try:
+        yield
+    finally:
+        _RULE_CACHE.reset(token)
+
+
+def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=None,
+                          multiplier=1.0):
     """Gaussian objective perturbation (``dpsk.mechanisms._erm._noise_plan``), per run.
 
     Each of the ``P`` released problems (``P = K`` one-vs-rest models, else 1)
     runs the Gaussian objective mechanism at ``((1 - s) epsilon / P, delta /
     P)`` plus a pure release at ``s epsilon / P`` that covers the solver's
-    residual (``s = SOLVER_EPSILON_SHARE``); their curves add.
+    residual (``s = SOLVER_EPSILON_SHARE``); their curves add. A candidate of
+    the default grid (``multiplier``) runs at ``multiplier`` times the rule's
+    alpha for this very fit (:func:`rule_alpha`).
     """
     loss = final._make_loss(n_classes)
     if loss.n_outputs > 1:
@@ -79,20 +155,18 @@ def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=
         raise UnsupportedCandidateError(
             "method='repeat' has no Renyi curve for multinomial Gaussian objective "
             "perturbation; use multi_class='ovr', perturbation='output' or "
-            "'gradient', or delta=0.")
+            "'gradient', delta=0, or DPGridSearch(method='disjoint').")
     problems = n_classes if n_classes > 2 else 1
     eps_each, delta_each = epsilon / problems, delta / problems
     eps_solver = SOLVER_EPSILON_SHARE * eps_each
     alpha = final.alpha
     if isinstance(alpha, str) and alpha == "auto" and n_features is not None:
         # The alpha the run's fit will use: the rule reads the same public sizes.
-        alpha = final._resolve_alpha(n_train, n_features + int(final.fit_intercept), loss,
-                                     n_classes, epsilon, delta)
+        alpha = rule_alpha(final, n_train, n_features, n_classes, epsilon, delta, multiplier)
     if isinstance(alpha, bool) or not isinstance(alpha, Real):
         raise UnsupportedCandidateError(
             "method='repeat' needs a numeric alpha for Gaussian objective perturbation "
-            "inside a pipeline or a kernel model (alpha='auto' needs the model's own "
-            "number of features).")
+            "when the model's own number of features is unknown (alpha='auto' reads it).")
     cal = gaussian_objective_calibration(
         eps_each - eps_solver, delta_each, n_train, float(alpha), loss.curvature,
         lipschitz=loss.lipschitz, hessian_rank=loss.hessian_rank)
@@ -100,7 +174,7 @@ def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=
             ("pure", eps_solver, problems)]
 
 
-def run_components(final, n_train, n_classes, epsilon, n_features=None):
+def run_components(final, n_train, n_classes, epsilon, n_features=None, multiplier=1.0):
     """The Renyi components of one fit of ``final`` at ``epsilon`` on ``n_train`` rows.
 
     ``final`` is the private step of a candidate (its own ``delta``, its other
@@ -122,7 +196,7 @@ def run_components(final, n_train, n_classes, epsilon, n_features=None):
     if (isinstance(final, BaseDPLinearClassifier) and final.perturbation == "objective"
             and isinstance(event, ApproxDPEvent)):
         return _objective_components(final, n_train, n_classes, event.epsilon, event.delta,
-                                     n_features)
+                                     n_features, multiplier)
     raise UnsupportedCandidateError(
         f"method='repeat' cannot tune {type(final).__name__} with these parameters: its "
         "release is only known as an (epsilon, delta) pair, which has no Renyi curve. "
@@ -164,6 +238,10 @@ class RepeatPlan:
         Per candidate, the epsilon of its score's discrete Laplace noise.
     event : RepeatAndSelectEvent
         What the search spends.
+    alphas : tuple of (float or None)
+        Per candidate with ``alpha="auto"`` and a known number of features, the
+        alpha its runs use (``multiplier`` times the rule's, :func:`rule_alpha`,
+        the one the plan's curve was computed with); None otherwise.
     """
 
     run_epsilon: float
@@ -171,6 +249,12 @@ class RepeatPlan:
     gamma: Fraction
     score_epsilons: tuple
     event: RepeatAndSelectEvent
+    alphas: tuple = ()
+
+
+def default_mean_runs(n_candidates):
+    """``E[K]`` of a search over ``n_candidates``: ``max(1.5 m, 8)`` (public: ``m`` only)."""
+    return max(RUNS_PER_CANDIDATE * int(n_candidates), MIN_MEAN_RUNS)
 
 
 def _gamma_for_mean(eta, mean):
@@ -185,17 +269,39 @@ def _gamma_for_mean(eta, mean):
     return Fraction(hi)
 
 
+#: Relative tolerance of the per-run epsilon found by bisection: at most 1% below
+#: the largest that meets the budget (each step of the bisection solves the
+#: alpha rule once, which dominates the planning time).
+_PLAN_RTOL = 1e-2
+
+
+def _largest_meeting(fits, epsilon):
+    """The largest ``eps0`` in ``[0, epsilon]`` with ``fits(eps0)``, to :data:`_PLAN_RTOL`
+    (by bisection; ``fits`` is monotone: the total grows with the per-run epsilon)."""
+    lo, hi = 0.0, epsilon
+    if fits(hi):
+        return hi
+    while hi - lo > _PLAN_RTOL * hi:
+        mid = 0.5 * (lo + hi)
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def _total_epsilon(candidates, eta, gamma, delta):
     """The event's own epsilon at ``delta`` (:class:`RepeatAndSelectEvent`)."""
     return RepeatAndSelectEvent._epsilon_of(candidates, float(eta), float(gamma), delta)
 
 
-def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_features=None):
+def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_features=None,
+                multipliers=None):
     """Plan a search whose whole release is ``(epsilon, delta)``-DP.
 
     For each shape in :data:`SHAPES`, ``gamma`` is set so that ``E[K]`` is
-    ``mean_runs`` (default ``RUNS_PER_CANDIDATE * m``) and the per-run epsilon
-    is the largest (by bisection, to a relative 1e-4) at which the search's
+    ``mean_runs`` (default :func:`default_mean_runs`) and the per-run epsilon
+    is the largest (by bisection, to a relative 1e-2) at which the search's
     curve converts to at most ``epsilon`` at ``delta``; the shape with the
     largest per-run epsilon is kept. With ``delta = 0`` every candidate must be
     pure and the per-run epsilon is ``epsilon / (2 + eta)``.
@@ -210,22 +316,40 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_fe
         The total budget of the search.
     mean_runs : float or None
         ``E[K]``, > 1.
+    n_features : int, list of (int or None), or None
+        The model's own number of input columns, per candidate (None: unknown).
+    multipliers : list of float or None
+        Per candidate, the factor of the rule's alpha it runs at (the default
+        grid of :class:`~dpsk.model_selection.DPGridSearch`); None: 1 each.
 
     Returns
     -------
     RepeatPlan
     """
     m = len(finals)
-    mean = float(mean_runs) if mean_runs is not None else RUNS_PER_CANDIDATE * m
+    mean = float(mean_runs) if mean_runs is not None else default_mean_runs(m)
     if not mean > 1.0:
         raise ValueError(f"mean_runs must be > 1, got {mean_runs!r}.")
 
     if n_features is None or np.isscalar(n_features):
         n_features = [n_features] * len(finals)
+    if multipliers is None:
+        multipliers = [1.0] * len(finals)
+    with rule_cache():
+        return _plan(finals, n_train, n_classes, epsilon, delta, mean, n_features, multipliers)
+
+
+def _plan(finals, n_train, n_classes, epsilon, delta, mean, n_features, multipliers):
+    """:func:`plan_repeat` once its arguments are filled in."""
+
+    memo = {}  # the shapes' bisections share their first midpoints
 
     def candidates_at(eps0):
-        return tuple(tuple(run_components(f, n_train, n_classes, eps0, n_features[i]))
-                     for i, f in enumerate(finals))
+        if eps0 not in memo:
+            memo[eps0] = tuple(tuple(run_components(f, n_train, n_classes, eps0, n_features[i],
+                                                    multipliers[i]))
+                               for i, f in enumerate(finals))
+        return memo[eps0]
 
     best = None
     for eta in SHAPES:
@@ -237,16 +361,14 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_fe
                     "With delta=0 method='repeat' needs pure candidates (delta=0); give the "
                     "search a total delta > 0 to tune Gaussian mechanisms.")
         else:
-            lo, hi = 0.0, epsilon
-            if _total_epsilon(candidates_at(hi), eta, gamma, delta) <= epsilon:
-                lo = hi
-            while hi - lo > 1e-4 * hi:
-                mid = 0.5 * (lo + hi)
-                if _total_epsilon(candidates_at(mid), eta, gamma, delta) <= epsilon:
-                    lo = mid
-                else:
-                    hi = mid
-            eps0 = lo
+            def fits(eps0):
+                return _total_epsilon(candidates_at(eps0), eta, gamma, delta) <= epsilon
+
+            if best is not None and not fits(best[0] * (1 + _PLAN_RTOL)):
+                # The total grows with the per-run epsilon: this shape cannot beat
+                # the best so far by more than the tolerance; skip its bisection.
+                continue
+            eps0 = _largest_meeting(fits, epsilon)
         if eps0 > 0 and (best is None or eps0 > best[0]):
             best = (eps0, eta, gamma)
     if best is None:
@@ -255,8 +377,14 @@ def plan_repeat(finals, n_train, n_classes, epsilon, delta, mean_runs=None, n_fe
     candidates = candidates_at(eps0)
     event = RepeatAndSelectEvent(candidates=candidates, eta=float(eta), gamma=float(gamma),
                                  delta=delta, claimed_epsilon=epsilon)
+    alphas = tuple(
+        rule_alpha(f, n_train, n_features[i], n_classes, eps0,
+                   f.get_params(deep=False).get("delta", 0.0), multipliers[i])
+        if isinstance(f.alpha, str) and f.alpha == "auto" else None
+        for i, f in enumerate(finals))
     return RepeatPlan(run_epsilon=eps0, eta=eta, gamma=gamma,
-                      score_epsilons=tuple(score_epsilon(c) for c in candidates), event=event)
+                      score_epsilons=tuple(score_epsilon(c) for c in candidates), event=event,
+                      alphas=alphas)
 
 
 class _TimeProgress:

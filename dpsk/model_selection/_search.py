@@ -34,7 +34,7 @@ from ..accounting._scratch import ScratchLedger
 from ..mechanisms._noise import exponential_mechanism
 from ..mechanisms._random import noise_source, public_rng, validate_random_state
 from ..pipeline._check import _learning_parts
-from ._repeat import plan_repeat, repeat_and_select
+from ._repeat import _TimeProgress, plan_repeat, repeat_and_select, rule_alpha, rule_cache
 from ._stopping import (
     RANDOM_STOPPING_FACTOR,
     default_stop_probability,
@@ -50,6 +50,14 @@ _RESERVED = ("epsilon", "accountant", "random_state", "classes")
 _COST_RTOL = 1e-12
 # Parameter names (at any depth of get_params) that ask an estimator to print.
 _PRINTING_PARAMS = ("verbose", "verbosity")
+
+#: The default grid (``param_grid=None``): these multiples of the alpha rule's
+#: alpha, each computed for the fit it is used in (its own rows and epsilon).
+#: Narrow on purpose: the rule is near the best alpha on the benchmark families,
+#: and a factor 9 away already cost 0.02-0.06 of test error on Adult, while a
+#: wide grid's bad candidates are sometimes chosen by the noisy selection
+#: (``docs/grid_search.rst``, "The default grid").
+DEFAULT_ALPHA_MULTIPLIERS = (1 / 3, 1.0, 3.0)
 
 
 class _RunFailed(RuntimeError):
@@ -169,7 +177,9 @@ def _validate_through(estimator, X, y):
 
     Earlier steps are data-independent (checked before), so fitting clones of
     them learns nothing; the private step's ``_validate_input`` then refuses input
-    outside its domain. Only whether the input is in the domain comes out.
+    outside its domain. Only whether the input is in the domain comes out, and
+    the number of columns the private step sees (public: the steps are
+    data-independent functions of the declared columns), or None.
     """
     while isinstance(estimator, Pipeline):
         for name, step in estimator.steps[:-1]:
@@ -177,6 +187,29 @@ def _validate_through(estimator, X, y):
                 X = _step_withheld(name, step, X, y)
         estimator = estimator.steps[-1][1]
     clone(estimator)._validate_input(X, y)
+    return _n_columns(X)
+
+
+def _check_candidate(index, estimator):
+    """Run a candidate's own parameter checks (free: parameters only).
+
+    Every step with scikit-learn's ``_validate_params`` is checked, and the
+    private step's extra checks (``_check_params_before_fit``) too, so that a
+    bad value in the grid is refused before the search spends, not by an
+    inner fit after it. The parameters are public: the message may quote them.
+    """
+    steps = [estimator]
+    while isinstance(steps[-1], Pipeline):
+        steps = steps[:-1] + [s for _, s in steps[-1].steps if s not in (None, "passthrough")]
+    try:
+        for step in steps:
+            if hasattr(step, "_validate_params"):
+                step._validate_params()
+            if hasattr(step, "_check_params_before_fit"):
+                step._check_params_before_fit()
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"Candidate {index} of DPGridSearch has a bad parameter, refused "
+                        f"before anything was spent: {exc}") from None
 
 
 def _step_withheld(name, step, X, y):
@@ -342,8 +375,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     **method="repeat".** Papernot and Steinke (2022, "Hyperparameter tuning
     with Renyi differential privacy", ICLR, Theorem 2). A public split sets
     aside ``validation_fraction`` of the rows. A secret number of runs ``K``
-    is drawn exactly from a truncated negative binomial law with ``E[K] = 1.5
-    m``; each run fits a uniformly drawn candidate on the training part at a
+    is drawn exactly from a truncated negative binomial law with ``E[K] =
+    max(1.5 m, 8)``; each run fits a uniformly drawn candidate on the training part at a
     planned per-run epsilon (and the candidate's own ``delta``) and scores it
     by a discrete-Laplace-noised count of correct validation predictions; the
     best run is released, with ``best_score_``. Privacy guarantee: the whole
@@ -414,11 +447,30 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         ``verbosity``) parameter anywhere in a candidate is refused before
         anything is spent, and everything inner fits print or log is discarded
         (process-wide while the search runs, other threads' output included).
-    param_grid : dict or list of dicts
+    param_grid : dict, list of dicts or None, default=None
         As in :class:`~sklearn.model_selection.ParameterGrid`; for a Pipeline use
         ``<step>__<param>`` keys. It must not set ``epsilon``, ``accountant``,
         ``random_state`` or ``classes`` of the private step (ValueError). Fixed in advance, not
         chosen by looking at the private data.
+
+        None (the default grid): the candidates are ``c`` times the alpha the
+        alpha rule (``alpha="auto"``) gives the very fit the candidate is used
+        in, for ``c`` in ``DEFAULT_ALPHA_MULTIPLIERS = (1/3, 1, 3)``: its
+        own training rows, the model's own number of features (after
+        data-independent pipeline steps) and its own epsilon (the per-run
+        epsilon of ``"repeat"``, ``epsilon / 3`` of ``"random-stopping"``, the
+        part's rows of ``"disjoint"``), all public. ``c = 1`` is the rule
+        itself. Only the private step's alpha changes; its other parameters
+        are the estimator's. ``candidate_params_`` and ``best_params_`` hold the
+        numeric alphas (so ``best_params_`` can be passed to ``set_params``),
+        ``alpha_multipliers_`` and ``best_alpha_multiplier_`` the factors.
+        Refused (free) for a private step without the alpha rule. What to
+        expect: with ``m`` candidates a search pays for its selection with about
+        half its epsilon per run, and the rule is already near the best alpha
+        on the benchmark families, so at equal total budget the default search
+        was *less* accurate than one fit of the rule in most cells of ``python
+        -m benchmarks defaults``; it helps when the rule is off for the data
+        (``docs/grid_search.rst``, "The default grid").
     epsilon : float, default=1.0
         Privacy cost of the search, > 0 and finite. ``"disjoint"``: each candidate
         is trained at ``epsilon`` and the selection is made at ``epsilon``.
@@ -473,11 +525,19 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         search's ``accountant``, so refitting it charges the user's ledger, and its
         ``random_state`` and ``classes`` to the inner estimator's own values.
     best_params_ : dict
-        Parameters of the chosen candidate.
+        Parameters of the chosen candidate (with the default grid: the numeric
+        ``alpha`` the released model was fitted with).
     best_index_ : int
         Index of the chosen candidate in ``candidate_params_``.
     candidate_params_ : list of dict
-        All candidates, in ``ParameterGrid`` order (public: fixed before the data).
+        All candidates, in ``ParameterGrid`` order (public: fixed before the
+        data; with the default grid, the numeric alphas, functions of the
+        public sizes and budget).
+    alpha_multipliers_ : tuple of float or None
+        The default grid's multiples of the rule's alpha (None for a given grid).
+    best_alpha_multiplier_ : float or None
+        The chosen candidate's multiple (None for a given grid); part of the
+        private selection, like ``best_index_``.
     classes_ : ndarray of shape (n_classes,)
         Class labels of ``best_estimator_``.
     n_features_in_ : int
@@ -527,11 +587,18 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     ...                       accountant=acc, random_state=0).fit(X, y)
     >>> acc.total()
     (1.0, 0.0)
+
+    The default grid, around the alpha rule (a second search, a second epsilon):
+
+    >>> default = DPGridSearch(DPLogisticRegression(classes=[0, 1]), epsilon=1.0,
+    ...                        random_state=0, accountant=BudgetAccountant()).fit(X, y)
+    >>> default.alpha_multipliers_
+    (0.3333333333333333, 1.0, 3.0)
     """
 
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"])],
-        "param_grid": [dict, list],
+        "param_grid": [dict, list, None],
         "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
         "refit": ["boolean"],
         "accountant": [BudgetAccountant, None],
@@ -544,7 +611,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
     }
 
-    def __init__(self, estimator, param_grid, *, epsilon=1.0, refit=False, accountant=None,
+    def __init__(self, estimator, param_grid=None, *, epsilon=1.0, refit=False, accountant=None,
                  n_jobs=None, random_state=None, allow_learned_steps=False,
                  method="auto", stop_probability=None, validation_fraction=0.1,
                  delta=None):
@@ -562,9 +629,53 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         self.delta = delta
 
     # -- candidates -----------------------------------------------------------------
+    def _multipliers(self):
+        """The default grid's multipliers of the rule's alpha, or None for a given grid."""
+        return DEFAULT_ALPHA_MULTIPLIERS if self.param_grid is None else None
+
+    @staticmethod
+    def _default_candidates(prefix, final):
+        """``param_grid=None``: the rule's alpha (``"auto"``) once per multiplier.
+
+        The numeric alpha of each candidate is set for each fit by
+        :meth:`_concrete`. Refused (free) for a private step with no alpha rule.
+        """
+        params = final.get_params(deep=False)
+        if not ("alpha" in params and hasattr(final, "_resolve_alpha")
+                and hasattr(final, "_make_loss") and "fit_intercept" in params):
+            raise ValueError(
+                f"param_grid=None tunes the multiple of the alpha rule's alpha (alpha="
+                f"'auto'), which {type(final).__name__} does not have. Pass a param_grid.")
+        return [{prefix + "alpha": "auto"} for _ in DEFAULT_ALPHA_MULTIPLIERS]
+
+    def _concrete(self, candidates, n_rows, epsilon, classes, widths, alphas=None):
+        """The parameters the candidates are fitted with, on ``n_rows`` rows at
+        ``epsilon``: a given grid's as they are; the default grid's with the
+        numeric alpha, ``multiplier`` times the rule's for this very fit (public
+        sizes and budget only; ``alphas``: already computed, by the repeat plan).
+
+        ``n_rows`` is an int or one per candidate.
+        """
+        multipliers = self._multipliers()
+        if multipliers is None:
+            return [dict(p) for p in candidates]
+        rows = [n_rows] * len(candidates) if np.isscalar(n_rows) else list(n_rows)
+        out = []
+        with rule_cache():  # the candidates differ by their multiplier only
+            for i, params in enumerate(candidates):
+                prefix, final = _private_final_step(
+                    clone(self.estimator).set_params(**params))
+                delta = final.get_params(deep=False).get("delta", 0.0)
+                alpha = alphas[i] if alphas else rule_alpha(
+                    final, rows[i], widths[i], len(classes), epsilon, delta, multipliers[i])
+                out.append({**params, prefix + "alpha": alpha})
+        return out
+
     def _candidate_params(self):
         """The candidate list, after rejecting grids that set the search's own parameters."""
-        prefix, _ = _private_final_step(self.estimator)
+        prefix, final = _private_final_step(self.estimator)
+        if self.param_grid is None:
+            return self._default_candidates(prefix, final)
         candidates = list(ParameterGrid(self.param_grid))
         if not candidates:
             raise ValueError("param_grid yields no candidates.")
@@ -747,6 +858,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         validate_random_state(final.get_params(deep=False)["random_state"],
                               name="the inner estimator's random_state")
         candidates = self._candidate_params()
+        for index, params in enumerate(candidates):
+            _check_candidate(index, self._make_candidate(params, None))
         self._refuse_learned_steps(candidates)
         self._refuse_printing(candidates)
         warn_if_classes_undeclared(final.get_params(deep=False)["classes"])
@@ -788,15 +901,18 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                 f"DPGridSearch with {m} candidates splits the data into {m + 1} parts "
                 f"and needs at least {m + 1} rows; got {n}. Use fewer candidates."
             )
-        for params in candidates:
-            values_withheld(_validate_through, self._make_candidate(params, None, classes), X, y)
+        # The number of columns each candidate's private step sees (public metadata).
+        widths = [values_withheld(_validate_through, self._make_candidate(p, None, classes),
+                                  X, y) for p in candidates]
+        if self._multipliers() is not None and None in widths:
+            raise ValueError("param_grid=None needs the number of columns of X.")
         if m > 1 and self._method() == "repeat":
             # Kept until the release (planning solves for the per-run epsilon).
-            self._pending_plan = self._plan(n, classes, candidates, _n_columns(X))
+            self._pending_plan = self._plan(n, classes, candidates, widths)
             self._planned_event = self._pending_plan.event
-        return X, y, classes
+        return X, y, classes, widths
 
-    def _plan(self, n, classes, candidates, n_features=None):
+    def _plan(self, n, classes, candidates, widths):
         """The public plan of ``method="repeat"`` (sizes, budget and grid only)."""
         if n < 2:
             raise ValueError(
@@ -806,31 +922,35 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         n_val = min(max(int(round(self.validation_fraction * n)), 1), n - 1)
         steps = [_private_final_step(self._make_candidate(p, None, classes))
                  for p in candidates]
-        finals = [final for _, final in steps]
-        # The model's own number of features is X's only when it is not inside a
-        # pipeline (whose steps may change it) and has no feature map of its own.
-        features = [n_features if not path and not hasattr(final, "n_components") else None
-                    for path, final in steps]
-        return plan_repeat(finals, n - n_val, len(classes), epsilon, delta,
-                           n_features=features)
+        if self._multipliers() is None:
+            # A given grid may vary pipeline steps, and the plan's curves (in the
+            # ledger) would then carry the width each candidate's steps make of X,
+            # chosen or not: only a model's own X is read. The default grid varies
+            # alpha alone, so its width is the released model's n_features_in_.
+            widths = [w if not path else None for (path, _), w in zip(steps, widths)]
+        return plan_repeat([final for _, final in steps], n - n_val, len(classes), epsilon,
+                           delta, n_features=widths, multipliers=self._multipliers())
 
-    def _release_repeat(self, X, y, classes, candidates):
+    def _release_repeat(self, X, y, classes, candidates, widths):
         """Papernot and Steinke's repeat-and-select (``_repeat.py``)."""
         seed = self.random_state
         plan = self.__dict__.pop("_pending_plan", None) or self._plan(
-            y.shape[0], classes, candidates)
+            y.shape[0], classes, candidates, widths)
         train, val = _score_split(y.shape[0], self.validation_fraction, public_rng(seed))
         X_val, y_val = _safe_indexing(X, val), y[val]
+        # Each run of a candidate uses the same parameters: set them once.
+        concrete = self._concrete(candidates, len(train), plan.run_epsilon, classes, widths,
+                                  plan.alphas)
 
         def make(i, j):
-            return self._make_candidate(candidates[i], _derived_seed(seed, 4, j), classes,
+            return self._make_candidate(concrete[i], _derived_seed(seed, 4, j), classes,
                                         epsilon=plan.run_epsilon)
 
         best, index, score = repeat_and_select(
             plan, make, (_safe_indexing(X, train), y[train]), (X_val, y_val),
             noise_source(seed))
         self._check_spent(best, plan.run_epsilon, 1.0)
-        fitted = self._fitted(best, candidates, index)
+        fitted = self._fitted(best, concrete, index)
         fitted["best_score_"] = score / len(val)
         return fitted
 
@@ -840,7 +960,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             return self._release_muted(data, epsilon=epsilon, delta=delta)
 
     def _release_muted(self, data, *, epsilon, delta):
-        X, y, classes = data
+        X, y, classes, widths = data
         candidates = self._candidate_params()
         m = len(candidates)
         seed = self.random_state
@@ -848,30 +968,38 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         def candidate(params, *key):
             return self._make_candidate(params, _derived_seed(seed, *key), classes)
 
+        def concrete(n_rows, eps):
+            return self._concrete(candidates, n_rows, eps, classes, widths)
+
         if m == 1:
-            best = candidate(candidates[0], 0)
+            params = concrete(y.shape[0], epsilon)
+            best = candidate(params[0], 0)
             best.fit(X, y)
             self._check_spent(best, epsilon, delta)
-            return self._fitted(best, candidates, 0)
+            return self._fitted(best, params, 0)
         if self._method() == "random-stopping":
-            return self._release_random_stopping(X, y, classes, candidates, epsilon, delta)
+            return self._release_random_stopping(X, y, classes, candidates, epsilon, delta,
+                                                 widths)
         if self._method() == "repeat":
-            return self._release_repeat(X, y, classes, candidates)
+            return self._release_repeat(X, y, classes, candidates, widths)
 
         # The split is public randomness: its own generator, never the noise source.
         parts = _split_parts(y.shape[0], m + 1, public_rng(seed))
         held_out = parts[-1]
         X_hold, y_hold = _safe_indexing(X, held_out), y[held_out]
-        estimators = [candidate(p, 1, i) for i, p in enumerate(candidates)]
-        results = _unwrap(Parallel(n_jobs=self.n_jobs)(
-            delayed(_quietly)(
-                _fit_and_count, est, _safe_indexing(X, part), y[part], X_hold, y_hold
-            )
-            for est, part in zip(estimators, parts[:-1])
-        ))
+        fit_eps, fit_delta = (epsilon / 2.0, delta / 2.0) if self.refit else (epsilon, delta)
+        # Part i's size is public (a function of n and m).
+        params = concrete([len(part) for part in parts[:-1]], fit_eps)
+        estimators = [candidate(p, 1, i) for i, p in enumerate(params)]
+        with _TimeProgress("DPGridSearch"):  # elapsed seconds only, when tqdm is installed
+            results = _unwrap(Parallel(n_jobs=self.n_jobs)(
+                delayed(_quietly)(
+                    _fit_and_count, est, _safe_indexing(X, part), y[part], X_hold, y_hold
+                )
+                for est, part in zip(estimators, parts[:-1])
+            ))
         # ``epsilon`` is the search's total cost; each step (the parallel fits, the
         # selection, a refit) runs at the per-step epsilon, half of it with refit.
-        fit_eps, fit_delta = (epsilon / 2.0, delta / 2.0) if self.refit else (epsilon, delta)
         fitted = [est for est, _ in results]
         for est in fitted:
             self._check_spent(est, fit_eps, fit_delta)
@@ -879,14 +1007,15 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         del results  # the counts are not private: keep them out of reach
 
         if self.refit:
-            best = candidate(candidates[index], 2)
+            params = concrete(y.shape[0], fit_eps)
+            best = candidate(params[index], 2)
             best.fit(X, y)
             self._check_spent(best, fit_eps, fit_delta)
         else:
             best = fitted[index]
-        return self._fitted(best, candidates, index)
+        return self._fitted(best, params, index)
 
-    def _release_random_stopping(self, X, y, classes, candidates, epsilon, delta):
+    def _release_random_stopping(self, X, y, classes, candidates, epsilon, delta, widths):
         """Liu and Talwar's random stopping; ``epsilon`` is the total charged."""
         seed = self.random_state
         m = len(candidates)
@@ -901,8 +1030,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         train, val = _score_split(y.shape[0], self.validation_fraction, public_rng(seed))
         X_train, y_train = _safe_indexing(X, train), y[train]
         X_val, y_val = _safe_indexing(X, val), y[val]
+        concrete = self._concrete(candidates, len(train), run_eps, classes, widths)
         prototypes = [self._make_candidate(p, None, classes, epsilon=run_eps)
-                      for p in candidates]
+                      for p in concrete]
         # The runs are dealt round-robin into one task per worker, a number that
         # does not depend on K: joblib sees as many tasks, and starts as many
         # threads or processes, whatever the number of runs.
@@ -912,11 +1042,13 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             shares[j % n_tasks].append(
                 (j, int(i), _derived_seed(seed, 3, j), _derived_seed(seed, 4, j)))
         del plan  # K and the candidates of the runs are secret
-        results = _unwrap(Parallel(n_jobs=self.n_jobs)(
-            delayed(_quietly)(_best_of_runs, share, prototypes, run_eps,
-                              X_train, y_train, X_val, y_val)
-            for share in shares
-        ))
+        # Elapsed seconds only (never a count of runs), when tqdm is installed.
+        with _TimeProgress("DPGridSearch"):
+            results = _unwrap(Parallel(n_jobs=self.n_jobs)(
+                delayed(_quietly)(_best_of_runs, share, prototypes, run_eps,
+                                  X_train, y_train, X_val, y_val)
+                for share in shares
+            ))
         del shares
         # The first best over all runs: the highest score, then the earliest run.
         best_score, _, index, best = max((r for r in results if r is not None),
@@ -925,10 +1057,11 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         self._check_spent(best, run_eps, 0.0)
 
         if self.refit:
-            best = self._make_candidate(candidates[index], _derived_seed(seed, 2), classes)
+            concrete = self._concrete(candidates, y.shape[0], search_eps, classes, widths)
+            best = self._make_candidate(concrete[index], _derived_seed(seed, 2), classes)
             best.fit(X, y)
             self._check_spent(best, search_eps, delta)
-        fitted = self._fitted(best, candidates, index)
+        fitted = self._fitted(best, concrete, index)
         fitted["best_score_"] = best_score / len(val)
         return fitted
 
@@ -955,11 +1088,14 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             prefix + "random_state": user_final.get_params(deep=False)["random_state"],
             prefix + "classes": user_final.get_params(deep=False)["classes"],
         })
+        multipliers = self._multipliers()
         fitted = {
             "best_estimator_": best,
             "best_index_": int(index),
             "best_params_": dict(candidates[index]),
             "candidate_params_": [dict(p) for p in candidates],
+            "alpha_multipliers_": None if multipliers is None else tuple(multipliers),
+            "best_alpha_multiplier_": None if multipliers is None else multipliers[index],
             "classes_": best.classes_,
             "n_features_in_": best.n_features_in_,
         }
