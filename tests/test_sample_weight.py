@@ -1,10 +1,11 @@
-"""sample_weight: refused clearly and for free by every estimator (issue 13).
+"""sample_weight where it is not supported: refused clearly and for free (issue 13).
 
-A weight multiplies what one row can change in the model, so the noise that is
-calibrated for unweighted rows would no longer give the promised epsilon. Every
-fit refuses weights before anything is spent, with a message that says why, and
-keeps ``sample_weight`` out of its signature so that scikit-learn treats dpsk
-estimators as estimators without sample-weight support.
+Since issue 26 the ERM classifiers (DPLogisticRegression, DPHuberSVM,
+DPKernelClassifier) take weights in [0, 1] (tests/test_weights.py). The
+others (DPGridSearch, and the output-only models: robust, tilted, DPLinearSVC)
+refuse weights before anything is spent, with a message that says why, and
+keep ``sample_weight`` out of their signature so that scikit-learn treats them
+as estimators without sample-weight support.
 """
 
 import numpy as np
@@ -18,24 +19,24 @@ from sklearn.utils.validation import has_fit_parameter
 from dpsk import (
     BudgetAccountant,
     DPGridSearch,
-    DPHuberSVM,
-    DPKernelClassifier,
+    DPLinearSVC,
     DPLogisticRegression,
+    DPRobustLogisticRegression,
+    DPTiltedLogisticRegression,
 )
 
 
 def _estimators(accountant):
     return [
-        DPLogisticRegression(classes=[0, 1], accountant=accountant, random_state=0),
-        DPHuberSVM(classes=[0, 1], accountant=accountant, random_state=0),
-        DPKernelClassifier(classes=[0, 1], n_components=20, accountant=accountant,
-                           random_state=0),
         DPGridSearch(DPLogisticRegression(classes=[0, 1]), {"alpha": [1e-2, 1e-1]},
                      epsilon=0.5, accountant=accountant, random_state=0),
+        DPRobustLogisticRegression(classes=[0, 1], accountant=accountant, random_state=0),
+        DPTiltedLogisticRegression(classes=[0, 1], accountant=accountant, random_state=0),
+        DPLinearSVC(classes=[0, 1], accountant=accountant, random_state=0),
     ]
 
 
-IDS = ["logistic", "huber", "kernel", "grid_search"]
+IDS = ["grid_search", "robust", "tilted", "svc"]
 
 
 def _data(n=200, seed=0):
@@ -51,7 +52,7 @@ def test_sample_weight_is_refused_before_anything_is_spent(index):
     est = _estimators(acc)[index]
     X, y = _data()
     for weights in (np.ones(len(y)), np.full(len(y), 0.5), list(range(len(y)))):
-        with pytest.raises(TypeError, match=r"sample_weight.*\n?.*privacy") as info:
+        with pytest.raises(TypeError, match=r"sample_weight.*\n?.*(privacy|proof)") as info:
             est.fit(X, y, sample_weight=weights)
         assert "Nothing was spent" in str(info.value)
         assert not hasattr(est, "privacy_spent_")
@@ -109,6 +110,13 @@ def test_bagging_samples_rows_instead_of_passing_weights():
 def test_pipeline_step_weights_get_the_explanation():
     X, y = _data()
     pipe = make_pipeline(FunctionTransformer(),
-                         DPLogisticRegression(classes=[0, 1], accountant=BudgetAccountant()))
+                         DPTiltedLogisticRegression(classes=[0, 1],
+                                                    accountant=BudgetAccountant()))
     with pytest.raises(TypeError, match="does not support sample_weight"):
-        pipe.fit(X, y, dplogisticregression__sample_weight=np.ones(len(y)))
+        pipe.fit(X, y, dptiltedlogisticregression__sample_weight=np.ones(len(y)))
+
+
+def test_tilted_refusal_says_why():
+    X, y = _data()
+    with pytest.raises(TypeError, match="not a sum of per-row losses"):
+        DPTiltedLogisticRegression(classes=[0, 1]).fit(X, y, sample_weight=np.ones(len(y)))
