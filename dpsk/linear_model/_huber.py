@@ -26,7 +26,9 @@ class DPHuberSVM(BaseDPLinearClassifier):
     piecewise twice-differentiable loss, for objective perturbation with
     ``c = 1/(2h)``). Conditions, enforced here: rows of norm <= 1 after clipping
     and rescaling, labels in {{-1, +1}}, ``|l'| <= 1``, public ``n``, solver residual
-    covered by extra noise (see ``tol``).
+    covered by extra noise (see ``tol``). Weighted fits
+    (``sample_weight`` in [0, 1], ``class_weight``) have the same guarantee and
+    noise, a row's weight being part of the row (docs/privacy.rst, "Weights").
 
     Parameters
     ----------{_SHARED_PARAMS_DOC}

@@ -132,7 +132,9 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     norm <= ``sqrt(2)``, Hessian eigenvalues <= 1/2 of rank ``n_classes - 1``;
     derivations in ``dpsk._optimize._losses.MultinomialLoss`` and
     ``dpsk.mechanisms._noise``). With ``delta > 0`` the guarantee is ``(epsilon,
-    delta)``-DP (see ``delta``).
+    delta)``-DP (see ``delta``). Weighted fits
+    (``sample_weight`` in [0, 1], ``class_weight``) have the same guarantee and
+    noise, a row's weight being part of the row (docs/privacy.rst, "Weights").
 
     Parameters
     ----------{_SHARED_PARAMS_DOC}
