@@ -183,7 +183,8 @@ class DPKernelClassifier(BaseDPLinearClassifier):
     is treated as public; the solver's residual is covered by extra noise (see
     ``tol``). Weighted fits
     (``sample_weight`` in [0, 1], ``class_weight``) have the same guarantee and
-    noise, a row's weight being part of the row (docs/privacy.rst, "Weights"). With more than two classes and the logistic loss the default is
+    noise, a row's weight being part of the row (docs/privacy.rst, "Weights").
+    With more than two classes and the logistic loss the default is
     one multinomial (softmax) release at the whole epsilon (constants in
     ``dpsk._optimize._losses.MultinomialLoss``); one-vs-rest models (``multi_class="ovr"``,
     and the Huber loss) get ``epsilon / n_classes`` each (sequential
