@@ -71,9 +71,10 @@ def run(n, runs, seed, epsilons):
                             **_scores(y_test, model.predict(X_test))})
         for epsilon in epsilons:
             for tag, (name, cw) in enumerate((("none", None), ("declared", declared))):
+                noise_seed = C.seed_for(seed, 3 + tag, int(10 * epsilon), r)
                 model = DPLogisticRegression(epsilon=epsilon, classes=[0, 1], class_weight=cw,
                                              accountant=BudgetAccountant(),
-                                             random_state=C.seed_for(seed, 3 + tag, int(10 * epsilon), r))
+                                             random_state=noise_seed)
                 t0 = time.perf_counter()
                 model.fit(X, y)
                 records.append({"method": name, "epsilon": epsilon, "run": r,

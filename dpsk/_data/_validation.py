@@ -220,12 +220,17 @@ def row_weights(sample_weight, class_weight, y, classes):
 
     ``sample_weight`` comes from :func:`check_sample_weight` and ``class_weight``
     from :func:`class_weight_table`; both in [0, 1], so their product is.
-    None when neither is given, so an unweighted fit stays bit for bit as it was.
+    None when neither is given or every weight is 1, so such a fit is bit for
+    bit an unweighted one.
     """
-    if class_weight is None:
-        return sample_weight
-    per_row = class_weight[np.searchsorted(classes, y)]
-    return per_row if sample_weight is None else sample_weight * per_row
+    weights = sample_weight
+    if class_weight is not None:
+        per_row = class_weight[np.searchsorted(classes, y)]
+        weights = per_row if sample_weight is None else sample_weight * per_row
+    # All ones is the unweighted objective exactly: the unweighted path, same bits.
+    if weights is not None and np.all(weights == 1.0):
+        return None
+    return weights
 
 
 def refuse_fit_params(estimator, fit_params, reason=None):

@@ -98,14 +98,17 @@ class _OutputOnlyClassifier(BaseDPLinearClassifier):
         raise NotImplementedError
 
     def _release(self, data, *, epsilon, delta):
-        X, y, classes, _ = data  # no weights: fit refuses them
+        X, y, classes, weights = data  # None unless the subclass takes weights
         Z = design_matrix(X, self.data_norm, self.fit_intercept)
         targets = binary_targets(y, classes)
         loss, loss_at = self._constants(Z.shape[0], X.shape[1])
         alpha = self._resolve_alpha(*Z.shape, loss, len(classes), epsilon, delta, loss_at)
         children = noise_source(self.random_state).spawn(len(targets))
+        # Only a subclass whose fit takes weights gets them (DPRobustLogisticRegression).
+        weighted = {} if weights is None else {"sample_weight": weights}
         W = np.vstack([
-            self._release_one(Z, t, X.shape[1], epsilon, delta, alpha, child, len(targets))
+            self._release_one(Z, t, X.shape[1], epsilon, delta, alpha, child, len(targets),
+                              **weighted)
             for t, child in zip(targets, children)
         ])
         coef, intercept = unscale_coef(W, self.data_norm, self.fit_intercept)
