@@ -400,6 +400,11 @@ WEIGHTED = [
     Config("weighted-kernel-3class",
            _simple(DPKernelClassifier, n_components=10, class_weight={0: 0.3}), 3),
     Config("weighted-logreg-auto", _simple(DPLogisticRegression, alpha="auto")),
+    Config("weighted-robust-l2", _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2,
+                                         class_weight={1: 0.5})),
+    Config("weighted-robust-linf-3class",
+           _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, norm="inf",
+                   delta=1e-5), 3),
 ]
 
 

@@ -39,12 +39,18 @@ from dpsk import (
     DPHuberSVM,
     DPKernelClassifier,
     DPLogisticRegression,
+    DPRobustLogisticRegression,
 )
 from dpsk._data._validation import class_weight_table
 from dpsk._optimize._binary import minimize_regularized_loss
 from dpsk._optimize._losses import HuberLoss, LogisticLoss, MultinomialLoss
 from dpsk._optimize._multinomial_solver import minimize_multinomial_loss
+from dpsk._optimize._robust_solver import (
+    minimize_robust_logistic,
+    minimize_robust_logistic_linf,
+)
 from dpsk._optimize._solver import SolverError
+from dpsk.mechanisms._beyond_erm import robust_linf_sensitivity, robust_sensitivity
 from dpsk.mechanisms._erm import private_erm
 from dpsk.mechanisms._gradient import noisy_gd_schedule
 from dpsk.mechanisms._noise import output_perturbation_beta
@@ -91,6 +97,9 @@ CONFIGS = {
     "huber-output": (lambda: DPHuberSVM(alpha=0.1, perturbation="output"), 2),
     "kernel": (lambda: DPKernelClassifier(n_components=10, alpha=0.1), 2),
     "kernel-multinomial": (lambda: DPKernelClassifier(n_components=10, alpha=0.1), 3),
+    "robust-l2": (lambda: DPRobustLogisticRegression(alpha=0.1, radius=0.2), 2),
+    "robust-linf-ovr": (
+        lambda: DPRobustLogisticRegression(alpha=0.1, radius=0.1, norm="inf", delta=1e-5), 3),
 }
 
 
@@ -141,6 +150,17 @@ def test_zero_one_weights_drop_rows_from_the_loss(loss, with_linear):
     dropped = minimize_regularized_loss(
         loss, Z[keep], y[keep], n * lam / m, tol=EXACT_TOL,
         linear=None if linear is None else n * linear / m).w
+    np.testing.assert_allclose(weighted, dropped, atol=1e-9)
+
+
+@pytest.mark.parametrize("solver", [minimize_robust_logistic, minimize_robust_logistic_linf])
+def test_zero_one_weights_drop_rows_robust(solver):
+    n, d, lam, radius = 80, 4, 0.05, 0.2
+    Z, y = _rows(n, d, seed=8)
+    keep = np.random.default_rng(9).uniform(size=n) < 0.6
+    m = int(keep.sum())
+    weighted = solver(Z, y, lam, radius, tol=EXACT_TOL, sample_weight=keep.astype(float)).w
+    dropped = solver(Z[keep], y[keep], n * lam / m, radius, tol=EXACT_TOL).w
     np.testing.assert_allclose(weighted, dropped, atol=1e-9)
 
 
@@ -212,6 +232,22 @@ def test_weighted_minimiser_moves_at_most_2_over_n_alpha(loss):
         worst = max(worst, np.linalg.norm(w1 - w2))
     assert worst <= bound * (1 + 1e-9)
     assert worst > 0.05 * bound  # the pairs do move the minimiser
+
+
+@pytest.mark.parametrize("norm", [2, "inf"])
+def test_weighted_robust_minimiser_moves_at_most_its_sensitivity(norm):
+    n, d, alpha, radius = 20, 3, 0.05, 0.3
+    if norm == 2:
+        solver, bound = minimize_robust_logistic, robust_sensitivity(n, alpha, radius)
+    else:
+        solver = minimize_robust_logistic_linf
+        bound = robust_linf_sensitivity(n, alpha, radius, d)
+    worst = 0.0
+    for (Z, y, s), (Z2, y2, s2) in _weighted_neighbours(n, d, 14, 20):
+        w1 = solver(Z, y, alpha, radius, tol=EXACT_TOL, sample_weight=s).w
+        w2 = solver(Z2, y2, alpha, radius, tol=EXACT_TOL, sample_weight=s2).w
+        worst = max(worst, np.linalg.norm(w1 - w2))
+    assert 0.01 * bound < worst <= bound * (1 + 1e-9)  # the pairs do move it
 
 
 def test_weighted_multinomial_minimiser_moves_at_most_2_sqrt2_over_n_alpha():
