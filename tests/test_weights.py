@@ -488,14 +488,80 @@ def test_private_pipeline_routes_sample_weight_to_the_private_step():
         assert _bits(plain[-1]) == _bits(direct)
 
 
-def test_grid_search_takes_class_weight_as_a_parameter_and_refuses_sample_weight():
+SEARCHES = {
+    "disjoint": dict(method="disjoint"),
+    "disjoint-refit": dict(method="disjoint", refit=True),
+    "random-stopping": dict(method="random-stopping", stop_probability=0.5),
+    "repeat": dict(method="repeat", delta=1e-5),
+}
+
+
+def _search(method, acc, pipeline=False, **grid):
+    inner = DPLogisticRegression(classes=[0, 1])
+    if pipeline:
+        inner = make_pipeline(FunctionTransformer(), inner)
+    key = "dplogisticregression__alpha" if pipeline else "alpha"
+    return DPGridSearch(inner, grid or {key: [0.01, 0.1]}, epsilon=1.0, accountant=acc,
+                        random_state=0, **SEARCHES[method])
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+@pytest.mark.parametrize("method", SEARCHES)
+def test_grid_search_passes_weights_split_with_the_rows(method, pipeline):
+    X, y = _data(n=200)
+    plain = _search(method, BudgetAccountant(), pipeline).fit(X, y)
+    ones = _search(method, BudgetAccountant(), pipeline).fit(X, y, sample_weight=np.ones(200))
+    assert _bits(ones.best_estimator_[-1] if pipeline else ones.best_estimator_) == _bits(
+        plain.best_estimator_[-1] if pipeline else plain.best_estimator_)
+    acc = BudgetAccountant()
+    s = np.random.default_rng(3).uniform(size=200)
+    weighted = _search(method, acc, pipeline).fit(X, y, sample_weight=s)
+    final = weighted.best_estimator_[-1] if pipeline else weighted.best_estimator_
+    assert _bits(final) != _bits(plain.best_estimator_[-1] if pipeline
+                                 else plain.best_estimator_)
+    assert acc.total() == plain.privacy_spent_
+
+
+def test_grid_search_weights_reach_each_part(monkeypatch):
+    # Each candidate's fit gets exactly the weights of its own rows.
+    import dpsk.model_selection._search as search_module
+
+    X, y = _data(n=90)
+    s = np.arange(90) / 100.0
+    seen = []
+    original = search_module._fit_and_count
+
+    def spy(candidate, X_train, y_train, X_hold, y_hold, fit_params=None):
+        seen.append((X_train.copy(), fit_params["sample_weight"].copy()))
+        return original(candidate, X_train, y_train, X_hold, y_hold, fit_params)
+
+    monkeypatch.setattr(search_module, "_fit_and_count", spy)
+    search = _search("disjoint", BudgetAccountant())
+    search.n_jobs = None
+    search.fit(X, y, sample_weight=s)
+    assert len(seen) == 2
+    for X_part, w_part in seen:
+        rows = [int(np.flatnonzero(np.all(X == x, axis=1))[0]) for x in X_part]
+        np.testing.assert_array_equal(w_part, s[rows])
+
+
+def test_grid_search_refuses_weights_it_cannot_pass_for_free():
+    from dpsk import DPTiltedLogisticRegression
+
     acc = BudgetAccountant()
     X, y = _data()
-    search = DPGridSearch(DPLogisticRegression(classes=[0, 1]),
-                          {"class_weight": [None, {0: 0.2}]}, epsilon=1.0,
-                          accountant=acc, random_state=0)
-    with pytest.raises(TypeError, match="class_weight"):
-        search.fit(X, y, sample_weight=np.ones(len(y)))
+    with pytest.raises(ValueError, match="Nothing was spent"):
+        _search("disjoint", acc).fit(X, y, sample_weight=np.full(len(y), 2.0))
+    tilted = DPGridSearch(DPTiltedLogisticRegression(classes=[0, 1]), {"alpha": [0.01, 0.1]},
+                          accountant=acc)
+    with pytest.raises(TypeError, match="takes no weights"):
+        tilted.fit(X, y, sample_weight=np.ones(len(y)))
     assert acc.total() == (0.0, 0.0)
+
+
+def test_grid_search_over_class_weight():
+    acc = BudgetAccountant()
+    X, y = _data()
+    search = _search("disjoint", acc, class_weight=[None, {0: 0.2}])
     search.fit(X, y)
     assert acc.total()[0] == pytest.approx(1.0)
