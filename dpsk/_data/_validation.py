@@ -121,10 +121,10 @@ def values_withheld(check, *args, **kwargs):
 _SAMPLE_WEIGHT_REFUSED = (
     "{name}.fit does not support sample_weight: its privacy argument is made for "
     "unweighted rows, and a weight outside what that argument covers could change how "
-    "much one row moves the model beyond what the noise is calibrated for. To weight "
-    "classes, declare class_weight={{class: weight}} on the dpsk estimator (a parameter, "
-    "so a search passes it to every candidate); or fit DPLogisticRegression, DPHuberSVM "
-    "or DPKernelClassifier directly with sample_weight in [0, 1]. Nothing was spent."
+    "much one row moves the model beyond what the noise is calibrated for. Use an "
+    "estimator that takes sample_weight in [0, 1] (DPLogisticRegression, DPHuberSVM, "
+    "DPKernelClassifier, DPRobustLogisticRegression), or declare class_weight on it. "
+    "Nothing was spent."
 )
 
 
