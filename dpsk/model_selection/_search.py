@@ -735,7 +735,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         self._spent_event = event if planned is None else planned
 
     # -- fit ------------------------------------------------------------------------
-    def fit(self, X, y, **fit_params):
+    def fit(self, X, y, sample_weight=None, **fit_params):
         """Run the private search and charge its cost to the accountant once.
 
         The budget is checked before any data is read, and spent once ``X`` and
@@ -745,11 +745,14 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights in [0, 1] for a final step that takes them
+            (docs/privacy.rst, "Weights"), split with the rows and passed to
+            every candidate's fit; the held-out scores count rows unweighted.
+            Refused for free when the final step takes no weights.
         **fit_params : dict
-            Only ``sample_weight``: row weights in [0, 1] for a final step that
-            takes them (docs/privacy.rst, "Weights"), split with the rows and
-            passed to every candidate's fit; the held-out scores count rows
-            unweighted. Refused for free when the final step takes no weights.
+            None accepted: any other keyword is refused (``TypeError``, nothing
+            spent).
 
         Returns
         -------
@@ -766,8 +769,6 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         dpsk.PrivateFitError
             If the search fails after the data was read (charged).
         """
-        fit_params = dict(fit_params)
-        sample_weight = fit_params.pop("sample_weight", None)
         refuse_fit_params(self, fit_params)
         validate_random_state(self.random_state)
         self._validate_params()
