@@ -402,6 +402,7 @@ WEIGHTED = [
     Config("weighted-logreg-auto", _simple(DPLogisticRegression, alpha="auto")),
     Config("weighted-robust-l2", _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2,
                                          class_weight={1: 0.5})),
+    Config("weighted-svc-3class", _simple(DPLinearSVC, alpha=0.1, class_weight={0: 0.4}), 3),
     Config("weighted-robust-linf-3class",
            _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, norm="inf",
                    delta=1e-5), 3),

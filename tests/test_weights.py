@@ -38,11 +38,13 @@ from dpsk import (
     DPGridSearch,
     DPHuberSVM,
     DPKernelClassifier,
+    DPLinearSVC,
     DPLogisticRegression,
     DPRobustLogisticRegression,
 )
 from dpsk._data._validation import class_weight_table
 from dpsk._optimize._binary import minimize_regularized_loss
+from dpsk._optimize._hinge_solver import minimize_hinge
 from dpsk._optimize._losses import HuberLoss, LogisticLoss, MultinomialLoss
 from dpsk._optimize._multinomial_solver import minimize_multinomial_loss
 from dpsk._optimize._robust_solver import (
@@ -100,6 +102,8 @@ CONFIGS = {
     "robust-l2": (lambda: DPRobustLogisticRegression(alpha=0.1, radius=0.2), 2),
     "robust-linf-ovr": (
         lambda: DPRobustLogisticRegression(alpha=0.1, radius=0.1, norm="inf", delta=1e-5), 3),
+    "svc": (lambda: DPLinearSVC(alpha=0.1), 2),
+    "svc-gauss-ovr": (lambda: DPLinearSVC(alpha=0.1, delta=1e-5), 3),
 }
 
 
@@ -162,6 +166,17 @@ def test_zero_one_weights_drop_rows_robust(solver):
     weighted = solver(Z, y, lam, radius, tol=EXACT_TOL, sample_weight=keep.astype(float)).w
     dropped = solver(Z[keep], y[keep], n * lam / m, radius, tol=EXACT_TOL).w
     np.testing.assert_allclose(weighted, dropped, atol=1e-9)
+
+
+def test_zero_one_weights_drop_rows_hinge():
+    n, d, lam = 80, 4, 0.05
+    Z, y = _rows(n, d, seed=10)
+    keep = np.random.default_rng(11).uniform(size=n) < 0.6
+    m = int(keep.sum())
+    weighted = minimize_hinge(Z, y, lam, gap=1e-13, sample_weight=keep.astype(float))
+    dropped = minimize_hinge(Z[keep], y[keep], n * lam / m, gap=1e-13)
+    # Both within sqrt(2 gap / lam) of the one exact minimiser.
+    np.testing.assert_allclose(weighted.w, dropped.w, atol=2 * np.sqrt(2e-13 / lam))
 
 
 def test_zero_one_weights_drop_rows_multinomial():
@@ -248,6 +263,18 @@ def test_weighted_robust_minimiser_moves_at_most_its_sensitivity(norm):
         w2 = solver(Z2, y2, alpha, radius, tol=EXACT_TOL, sample_weight=s2).w
         worst = max(worst, np.linalg.norm(w1 - w2))
     assert 0.01 * bound < worst <= bound * (1 + 1e-9)  # the pairs do move it
+
+
+def test_weighted_hinge_minimiser_moves_at_most_2_over_n_alpha():
+    n, d, alpha = 20, 3, 0.05
+    bound = 2.0 / (n * alpha)
+    distance = 2 * np.sqrt(2 * 1e-13 / alpha)  # two solver points, each this close
+    worst = 0.0
+    for (Z, y, s), (Z2, y2, s2) in _weighted_neighbours(n, d, 15, 20):
+        w1 = minimize_hinge(Z, y, alpha, gap=1e-13, sample_weight=s).w
+        w2 = minimize_hinge(Z2, y2, alpha, gap=1e-13, sample_weight=s2).w
+        worst = max(worst, np.linalg.norm(w1 - w2))
+    assert 0.01 * bound < worst <= bound + distance
 
 
 def test_weighted_multinomial_minimiser_moves_at_most_2_sqrt2_over_n_alpha():

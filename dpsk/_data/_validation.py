@@ -123,7 +123,8 @@ _SAMPLE_WEIGHT_REFUSED = (
     "unweighted rows, and a weight outside what that argument covers could change how "
     "much one row moves the model beyond what the noise is calibrated for. Use an "
     "estimator that takes sample_weight in [0, 1] (DPLogisticRegression, DPHuberSVM, "
-    "DPKernelClassifier, DPRobustLogisticRegression), or declare class_weight on it. "
+    "DPKernelClassifier, DPRobustLogisticRegression, DPLinearSVC), or declare "
+    "class_weight on it. "
     "Nothing was spent."
 )
 

@@ -58,9 +58,9 @@ class _OutputOnlyClassifier(BaseDPLinearClassifier):
     _no_weights_reason = (
         "{name}.fit does not support sample_weight yet: the weighted objective of this "
         "model has no certified solver in dpsk (the privacy argument of docs/privacy.rst, "
-        "\"Weights\", would carry over). Use DPLogisticRegression, DPHuberSVM or "
-        "DPRobustLogisticRegression, which take sample_weight and class_weight. Nothing "
-        "was spent."
+        "\"Weights\", would carry over). Use DPLogisticRegression, DPHuberSVM, "
+        "DPRobustLogisticRegression or DPLinearSVC, which take sample_weight and "
+        "class_weight. Nothing was spent."
     )
 
     def __init__(self, epsilon=1.0, alpha="auto", fit_intercept=True, data_norm=1.0, tol=1e-10,

@@ -232,7 +232,8 @@ def hinge_solver_distance(gap, alpha):
     return math.sqrt(2.0 * float(gap) / float(alpha))
 
 
-def private_hinge_erm(Z, y, epsilon, alpha, rng, gap=1e-10, delta=0.0, n_problems=1):
+def private_hinge_erm(Z, y, epsilon, alpha, rng, gap=1e-10, delta=0.0, n_problems=1,
+                      sample_weight=None):
     """Release one linear SVM (hinge loss); the ``n_problems`` releases are ``(epsilon, delta)``-DP.
 
     Guarantee: as :func:`private_robust_erm`, with ``Delta = 2 / (n alpha) + 2
@@ -258,6 +259,11 @@ def private_hinge_erm(Z, y, epsilon, alpha, rng, gap=1e-10, delta=0.0, n_problem
     it to its floor, never lower it. In the plan's units the solver tolerance
     is ``tol = alpha sqrt(2 gap / alpha)`` (its distance is ``tol / alpha``).
 
+    Weights (``sample_weight``, one in [0, 1] per row, part of the row): ``F1
+    - F2 = (s_i f_i - s'_i f'_i) / n`` with ``s f`` still 1-Lipschitz, so
+    ``Delta`` is unchanged (docs/privacy.rst, "Weights"); the duality gap of
+    the weighted objective bounds the solver's distance the same way.
+
     Returns
     -------
     w : ndarray of shape (d,)
@@ -266,7 +272,8 @@ def private_hinge_erm(Z, y, epsilon, alpha, rng, gap=1e-10, delta=0.0, n_problem
 
     def solve(solver_tol):
         # The plan's tol back into a gap: tol / alpha = sqrt(2 g / alpha).
-        return minimize_hinge(Z, y, alpha, gap=solver_tol * solver_tol / (2.0 * alpha)).w
+        return minimize_hinge(Z, y, alpha, gap=solver_tol * solver_tol / (2.0 * alpha),
+                              sample_weight=sample_weight).w
 
     tol = alpha * hinge_solver_distance(gap, alpha)
     return _output_release(HingeConstants(), Z.shape, solve, epsilon, alpha, rng, tol, delta,
