@@ -111,6 +111,10 @@ def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng,
 class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
     """Common fit/predict of DP linear classifiers; subclasses choose the loss."""
 
+    #: What ``get_params`` reads for a model pickled before ``class_weight``
+    #: existed (every ``__init__`` that takes it stores it on the instance).
+    class_weight = None
+
     _parameter_constraints = {
         "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
         "alpha": [Interval(Real, 0, np.inf, closed="neither"), StrOptions({"auto"})],
