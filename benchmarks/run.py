@@ -41,6 +41,8 @@ bounds       raw Adult, bounds learned privately (PrivateBoundsScaler) at total 
              against the true 1st/99th percentiles (leaky), min-max and no scaling
 alpha-rule   alpha="auto" vs the oracle alpha: calibration on generated families, check on
              Adult and scikit-learn's breast cancer and digits (held out)
+weights      generated family with 5% positives: class_weight from the declared prevalence
+             vs no weights (balanced accuracy), epsilon 0.5/1/2
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -75,12 +77,13 @@ COMMANDS = {
     "learning-curve": ("bench_learning_curve", "main"),
     "bounds": ("bench_bounds", "main"),
     "alpha-rule": ("bench_alpha_rule", "main"),
+    "weights": ("bench_weights", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "repeat", "multiclass", "beyond-erm",
-             "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule")
+             "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule", "weights")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "repeat",
-            "multiclass", "beyond-erm", "alpha-rule"}
+            "multiclass", "beyond-erm", "alpha-rule", "weights"}
 
 
 class MissingBenchmark(RuntimeError):

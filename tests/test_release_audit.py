@@ -281,7 +281,7 @@ class FitRecord:
     spends: list = field(default_factory=list)
 
 
-def _fit_record(estimator_factory, X, y):
+def _fit_record(estimator_factory, X, y, **fit_params):
     """Fit ``estimator_factory(accountant)`` on (X, y) with its own ledger; record
     the fitted description, every warning, the exception (type, text) and the spends."""
     accountant = BudgetAccountant()
@@ -290,7 +290,7 @@ def _fit_record(estimator_factory, X, y):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            model.fit(X, y)
+            model.fit(X, y, **fit_params)
         except Exception as exc:  # the point is to compare them
             exception = (type(exc), str(exc))
     seen = [(w.category, str(w.message)) for w in caught]
@@ -388,6 +388,63 @@ def test_neighbours_look_the_same(config):
         # Fresh noise: ten releases on one data set are not all the same.
         coefs = {_release_bytes(r.model) for r in records_d}
         assert len(coefs) == N_FITS, pair_name
+
+
+# Weighted fits (issue 26; docs/privacy.rst, "Weights"): a row's weight is part of
+# the row, here a function of the row itself, so the changed row of each neighbour
+# pair changes its weight too. class_weight is a parameter (public).
+WEIGHTED = [
+    Config("weighted-logreg-objective-binary",
+           _simple(DPLogisticRegression, alpha=0.1, class_weight={0: 0.1})),
+    Config("weighted-logreg-gaussian-output-3class",
+           _simple(DPLogisticRegression, alpha=0.1, perturbation="output", delta=1e-5,
+                   class_weight={2: 0.5}), 3),
+    Config("weighted-logreg-objective-3class-ovr",
+           _simple(DPLogisticRegression, alpha=0.1, multi_class="ovr"), 3),
+    Config("weighted-logreg-gradient-binary",
+           _simple(DPLogisticRegression, alpha=0.1, perturbation="gradient", delta=1e-5)),
+    Config("weighted-huber-output", _simple(DPHuberSVM, alpha=0.1, perturbation="output",
+                                            class_weight={1: 3.0})),
+    Config("weighted-kernel-3class",
+           _simple(DPKernelClassifier, n_components=10, class_weight={0: 0.3}), 3),
+    Config("weighted-logreg-auto", _simple(DPLogisticRegression, alpha="auto")),
+    Config("weighted-robust-l2", _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2,
+                                         class_weight={1: 0.5})),
+    Config("weighted-svc-3class", _simple(DPLinearSVC, alpha=0.1, class_weight={0: 0.4}), 3),
+    Config("weighted-robust-linf-3class",
+           _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, norm="inf",
+                   delta=1e-5), 3),
+]
+
+
+def _row_weights(X, y):
+    """A weight in [0, 1] per row, computed from that row alone (0 for some rows)."""
+    return np.floor(np.abs(X[:, 0]) * 10.0 + y) % 4 / 3.0
+
+
+@pytest.mark.parametrize("config", WEIGHTED, ids=[c.name for c in WEIGHTED])
+def test_weighted_neighbours_look_the_same(config):
+    classes = list(range(config.n_classes))
+
+    def factory(accountant):
+        return config.make(classes, accountant)
+
+    for pair_name, (X_d, y_d), (X_dp, y_dp) in neighbour_pairs(config.n_classes):
+        s_d, s_dp = _row_weights(X_d, y_d), _row_weights(X_dp, y_dp)
+        assert set(np.unique(s_d)) > {0.0, 1.0}  # zeros, ones and fractions
+        records_d = [_fit_record(factory, X_d, y_d, sample_weight=s_d) for _ in range(N_FITS)]
+        records_dp = [_fit_record(factory, X_dp, y_dp, sample_weight=s_dp)
+                      for _ in range(N_FITS)]
+        _assert_same_observation(records_d, records_dp, f"{config.name}/{pair_name}")
+        model = records_d[0].model
+        assert _dpsk_warnings(records_d[0]) == [], (pair_name, records_d[0].warnings)
+        assert records_d[0].spends == [model.privacy_spent_]
+        # The parameter is carried as given; no fitted attribute holds a weight
+        # statistic (the same attributes as an unweighted fit).
+        assert model.get_params()["class_weight"] == config.make(classes, None).class_weight
+        unweighted = _fit_record(factory, X_d, y_d).model
+        assert set(vars(model)) == set(vars(unweighted))
+        assert len({_release_bytes(r.model) for r in records_d}) == N_FITS, pair_name
 
 
 def _release_bytes(model):

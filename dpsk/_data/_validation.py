@@ -13,9 +13,11 @@ Nothing here warns about what it finds in the data: a warning that counted
 clipped rows, or named a missing class, would be a noise-free statistic.
 """
 
+import math
 import os
 import sys
 import warnings
+from numbers import Real
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
@@ -23,7 +25,8 @@ from sklearn.utils.multiclass import check_classification_targets
 __all__ = ["check_classes",
            "resolve_classes", "check_not_datetime", "binary_targets",
            "ClassesFromDataWarning", "values_withheld", "warn_if_classes_undeclared",
-           "warn_if_column_vector", "refuse_fit_params"]
+           "warn_if_column_vector", "refuse_fit_params", "check_sample_weight",
+           "class_weight_table", "row_weights"]
 
 
 class ClassesFromDataWarning(UserWarning):
@@ -116,15 +119,126 @@ def values_withheld(check, *args, **kwargs):
 
 
 _SAMPLE_WEIGHT_REFUSED = (
-    "{name}.fit does not support sample_weight: weights change how much one row can "
-    "move the model, so the noise calibrated for unweighted rows would no longer "
-    "give the promised privacy. Resample the rows, or balance the classes, with a "
-    "data-independent rule before the private fit instead. Nothing was spent."
+    "{name}.fit does not support sample_weight: its privacy argument is made for "
+    "unweighted rows, and a weight outside what that argument covers could change how "
+    "much one row moves the model beyond what the noise is calibrated for. Use an "
+    "estimator that takes sample_weight in [0, 1] (DPLogisticRegression, DPHuberSVM, "
+    "DPKernelClassifier, DPRobustLogisticRegression, DPLinearSVC), or declare "
+    "class_weight on it. "
+    "Nothing was spent."
 )
 
 
-def refuse_fit_params(estimator, fit_params):
+_SAMPLE_WEIGHT_DOMAIN = (
+    "sample_weight must be None, a number, or a 1-d array with one real number in [0, 1] "
+    "per row of X. NaN, infinity, negative weights and weights above 1 are outside the "
+    "domain of the privacy proof (docs/privacy.rst, \"Weights\"); rescale weights by a "
+    "declared constant to put them in [0, 1]. The weights are not shown. Nothing was spent."
+)
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """Row weights as a float vector in [0, 1] of length ``n_samples``, or None; free refusal.
+
+    A number is one weight for every row (as in scikit-learn). The weights are
+    part of each row (docs/privacy.rst, "Weights"): a value outside [0, 1] is
+    outside the input domain, refused before anything is spent, with a fixed
+    message that quotes neither the weights nor their shape.
+
+    Raises
+    ------
+    ValueError
+        For weights that are not real numbers, of the wrong shape, or outside [0, 1].
+    """
+    if sample_weight is None:
+        return None
+    try:
+        weights = np.asarray(sample_weight)
+        if weights.dtype.kind not in "biuf":
+            raise TypeError
+        weights = weights.astype(np.float64)
+    except (TypeError, ValueError):
+        weights = None
+    if weights is not None and weights.ndim == 0:
+        weights = np.full(n_samples, float(weights))
+    with np.errstate(invalid="ignore"):
+        valid = (weights is not None and weights.shape == (n_samples,)
+                 and bool(np.all((weights >= 0.0) & (weights <= 1.0))))
+    if not valid:
+        raise ValueError(_SAMPLE_WEIGHT_DOMAIN)
+    return weights
+
+
+_BALANCED_REFUSED = (
+    "class_weight='balanced' is not supported: it divides by the number of rows of each "
+    "class in y, and those counts are private (the weights, and with them the model, would "
+    "reveal them without noise). Declare the weights from a known or public prevalence "
+    "instead, e.g. class_weight={0: 0.05, 1: 0.95} when about 5% of rows are positive; "
+    "dpsk rescales them so that the largest is 1. Nothing was spent."
+)
+
+
+def class_weight_table(class_weight, classes):
+    """Per-class row weights for ``classes_``, largest 1; None for ``class_weight=None``.
+
+    As in scikit-learn, a class missing from the dict gets weight 1; then every
+    weight is divided by the largest, so row weights stay in [0, 1] (the
+    privacy proofs' condition, docs/privacy.rst, "Weights"). The table is a
+    function of the parameter and the declared classes only.
+
+    Raises
+    ------
+    ValueError
+        For ``"balanced"`` (it reads the class counts), a key that is not a
+        class, or a weight that is not a finite number > 0. Free: nothing about
+        the data is used.
+    """
+    if class_weight is None:
+        return None
+    if isinstance(class_weight, str):
+        raise ValueError(_BALANCED_REFUSED)
+    table = np.ones(len(classes))
+    for key, value in class_weight.items():
+        try:
+            matches = np.flatnonzero(np.asarray(classes == key, dtype=bool).ravel())
+        except (TypeError, ValueError):
+            matches = np.empty(0, dtype=int)
+        if matches.size != 1:
+            raise ValueError(
+                "class_weight has a key that is not one of the classes; its keys must be "
+                "declared classes (classes=[...]). Nothing was spent."
+            )
+        if not (isinstance(value, Real) and not isinstance(value, bool)
+                and math.isfinite(value) and value > 0):
+            raise ValueError(
+                "class_weight values must be finite numbers > 0. Nothing was spent.")
+        table[matches[0]] = float(value)
+    return table / table.max()
+
+
+def row_weights(sample_weight, class_weight, y, classes):
+    """The weight of each row: ``sample_weight`` times its class's weight, or None.
+
+    ``sample_weight`` comes from :func:`check_sample_weight` and ``class_weight``
+    from :func:`class_weight_table`; both in [0, 1], so their product is.
+    None when neither is given or every weight is 1, so such a fit is bit for
+    bit an unweighted one.
+    """
+    weights = sample_weight
+    if class_weight is not None:
+        per_row = class_weight[np.searchsorted(classes, y)]
+        weights = per_row if sample_weight is None else sample_weight * per_row
+    # All ones is the unweighted objective exactly: the unweighted path, same bits.
+    if weights is not None and np.all(weights == 1.0):
+        return None
+    return weights
+
+
+def refuse_fit_params(estimator, fit_params, reason=None):
     """Refuse ``sample_weight`` (unless None) and unknown keywords of ``fit``, for free.
+
+    ``reason``, a fixed text, replaces the default explanation of why this
+    estimator takes no weights.
 
     The privacy proofs bound what one unweighted row can change; a weight
     multiplies that, so a weighted fit would need its own sensitivity analysis.
@@ -142,7 +256,7 @@ def refuse_fit_params(estimator, fit_params):
     name = type(estimator).__name__
     fit_params = dict(fit_params)
     if fit_params.pop("sample_weight", None) is not None:
-        raise TypeError(_SAMPLE_WEIGHT_REFUSED.format(name=name))
+        raise TypeError(reason or _SAMPLE_WEIGHT_REFUSED.format(name=name))
     if fit_params:
         unknown = ", ".join(repr(key) for key in sorted(fit_params))
         raise TypeError(f"{name}.fit() got unexpected keyword argument(s) {unknown}; it "

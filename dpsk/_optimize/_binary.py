@@ -14,13 +14,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._block_solver import block_objective
-from ._solver import SolverResult, _check_domain, _Objective, _solve
+from ._solver import SolverError, SolverResult, _check_domain, _Objective, _solve, check_row_weights
 
 __all__ = ["minimize_regularized_loss"]
 
 
 def minimize_regularized_loss(loss, X, y, lam, linear=None, tol=1e-10, max_iter=1000,
-                              w0=None):
+                              w0=None, sample_weight=None):
     """Return a point within ``tol / lam`` of the exact minimiser of F; never fail.
 
     See the module docstring for the guarantee, which parts of it hold in
@@ -47,6 +47,11 @@ def minimize_regularized_loss(loss, X, y, lam, linear=None, tol=1e-10, max_iter=
         does not depend on it.
     w0 : ndarray of shape (d,) or None
         Starting point (zeros by default), finite.
+    sample_weight : ndarray of shape (n,) or None
+        Row weights ``s_i`` in [0, 1]: the loss part becomes ``(1/n) sum_i s_i
+        l(y_i w.x_i)``, still divided by ``n`` (docs/privacy.rst, "Weights").
+        None is the unweighted objective, computed exactly as before. Only for
+        a stored design (dense or CSR); a chunked or Dask design is refused.
 
     Returns
     -------
@@ -57,13 +62,17 @@ def minimize_regularized_loss(loss, X, y, lam, linear=None, tol=1e-10, max_iter=
     ------
     SolverError
         Only for inputs outside the domain (non-finite values, ``lam <= 0``,
-        ``tol <= 0``, labels outside {-1, +1}, inconsistent shapes). Never for a
+        ``tol <= 0``, labels outside {-1, +1}, inconsistent shapes, weights
+        outside [0, 1] or with a chunked design). Never for a
         difficult problem: that decides nothing observable but ``w``.
     """
     linear = None if linear is None else np.asarray(linear, dtype=float).ravel()
     w0 = None if w0 is None else np.asarray(w0, dtype=float).ravel()
     lam, tol = float(lam), float(tol)
     if hasattr(X, "row_blocks"):
+        if sample_weight is not None:
+            raise SolverError("sample_weight needs a stored design (dense or CSR), not a "
+                              "chunked or Dask one.")
         # Chunked (dpsk._data._design) and Dask (dpsk._data._dask) designs: every pass is a
         # sum of per-block reductions (dpsk._optimize._block_solver).
         obj = block_objective(loss, X, y, lam, linear, w0, tol)
@@ -72,7 +81,7 @@ def minimize_regularized_loss(loss, X, y, lam, linear=None, tol=1e-10, max_iter=
     y = np.asarray(y, dtype=float)
     if sp.issparse(X) and X.format != "csr":
         X = sp.csr_matrix(X)  # row slices below need CSR
-    obj = _Objective(loss, X, y, lam, linear)
+    obj = _Objective(loss, X, y, lam, linear, check_row_weights(sample_weight, X.shape[0]))
     _check_domain(obj, X, y, lam, linear, tol, w0)
     w_start = np.zeros(X.shape[1]) if w0 is None else w0.copy()
     w, path, n_iter = _solve(obj, w_start, tol, max_iter)

@@ -21,7 +21,15 @@ and ``lam ||w||^2 = w.v + w.e = (1/n) sum beta_i m_i + w.e`` gives exactly
     t_i = max(0, 1 - m_i) - beta_i (1 - m_i) >= 0.
 
 Each ``t_i`` is ``(1 - beta_i)(1 - m_i)`` for ``m_i < 1`` and ``beta_i (m_i - 1)``
-otherwise: non-negative, and 1-Lipschitz in ``m_i``. :func:`certified_gap`
+otherwise: non-negative, and 1-Lipschitz in ``m_i``.
+
+Row weights ``s_i`` in [0, 1] (docs/privacy.rst, "Weights"): ``F(w) = (1/n)
+sum_i s_i max(0, 1 - m_i) + (lam/2) ||w||^2``. The conjugate of ``s max(0, 1 -
+m)`` confines ``beta_i`` to ``[0, s_i]``, and the same expansion gives ``t_i =
+s_i max(0, 1 - m_i) - beta_i (1 - m_i)``: ``(s_i - beta_i)(1 - m_i)`` below the
+margin, ``beta_i (m_i - 1)`` above, still non-negative and 1-Lipschitz in
+``m_i`` (both coefficients lie in ``[0, 1]``). Every step below holds with
+``s_i`` in place of 1; without weights ``s_i = 1``. :func:`certified_gap`
 bounds its rounding (:func:`certified_gap` docstring). The bound is the
 computed gap plus terms of order ``d u ||w||``, so it certifies gaps far below
 ``1e-10`` at the regularisations dpsk uses.
@@ -41,7 +49,14 @@ from sklearn.svm import LinearSVC
 
 from ._binary import minimize_regularized_loss
 from ._losses import HuberLoss
-from ._solver import _BOUND_SAFETY, _U, SolverError, _CertifiedObjective, _gamma
+from ._solver import (
+    _BOUND_SAFETY,
+    _U,
+    SolverError,
+    _CertifiedObjective,
+    _gamma,
+    check_row_weights,
+)
 
 __all__ = ["minimize_hinge", "certified_gap", "HingeResult", "fallback_huber_width"]
 
@@ -66,7 +81,12 @@ class HingeResult:
         self._gap = gap
 
 
-def _primal_point(X, y, lam, max_iter):
+def _weights_or_ones(sample_weight, n):
+    """``s`` as floats, ones when None (the unweighted arithmetic: ``1.0 - b`` is unchanged)."""
+    return np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
+
+
+def _primal_point(X, y, lam, max_iter, sample_weight=None):
     """liblinear's dual coordinate descent (Hsieh et al. 2008) through scikit-learn.
 
     ``LinearSVC`` minimises ``(1/2) ||w||^2 + C sum_i max(0, 1 - y_i w.x_i)``,
@@ -77,16 +97,18 @@ def _primal_point(X, y, lam, max_iter):
     if np.all(y == y[0]):
         # liblinear needs both labels; a one-label problem (a declared class
         # absent from the data, one-vs-rest) starts from a smoothed solve.
-        return minimize_regularized_loss(HuberLoss(1e-4), X, y, lam, tol=1e-10).w
+        return minimize_regularized_loss(HuberLoss(1e-4), X, y, lam, tol=1e-10,
+                                         sample_weight=sample_weight).w
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         svc = LinearSVC(loss="hinge", dual=True, fit_intercept=False, C=1.0 / (X.shape[0] * lam),
                         tol=1e-10, max_iter=max_iter, random_state=0)
-        svc.fit(X, y)
+        # liblinear weights each row's C, C s_i: the weighted objective over lam.
+        svc.fit(X, y, **({} if sample_weight is None else {"sample_weight": sample_weight}))
     return np.asarray(svc.coef_, dtype=float).ravel().copy()
 
 
-def _dual_from_primal(X, y, lam, w, band_width):
+def _dual_from_primal(X, y, lam, w, band_width, sample_weight=None):
     """A dual point for ``w``: ``beta_i`` = 1 below the margin band, 0 above, fitted inside.
 
     Rows with ``|m_i - 1| <= band_width`` get the ``beta`` in ``[0, 1]`` that
@@ -95,8 +117,9 @@ def _dual_from_primal(X, y, lam, w, band_width):
     too many rows for a dense fit.
     """
     n, d = X.shape
+    s = _weights_or_ones(sample_weight, n)
     m = y * np.asarray(X @ w).ravel()
-    beta = (m < 1.0).astype(float)
+    beta = s * (m < 1.0)
     band = np.flatnonzero(np.abs(m - 1.0) <= band_width)
     if band.size > _MAX_BAND_ROWS:
         return None
@@ -106,12 +129,17 @@ def _dual_from_primal(X, y, lam, w, band_width):
         rows = X[band]
         A = np.asarray((rows.toarray() if sp.issparse(rows) else rows) * y[band, None]).T / n
         method = "bvls" if band.size <= 4 * d else "trf"
-        beta[band] = np.clip(lsq_linear(A, rest, bounds=(0.0, 1.0), method=method,
-                                        tol=1e-15, max_iter=1000).x, 0.0, 1.0)
+        upper = s[band] if sample_weight is not None else 1.0
+        lower = 0.0
+        if sample_weight is not None:
+            # lsq_linear wants lower < upper: rows of weight 0 are fixed at 0 below.
+            upper = np.maximum(upper, 1e-300)
+        beta[band] = np.clip(lsq_linear(A, rest, bounds=(lower, upper), method=method,
+                                        tol=1e-15, max_iter=1000).x, 0.0, s[band])
     return beta
 
 
-def _polish(X, y, lam, w, band_width):
+def _polish(X, y, lam, w, band_width, sample_weight=None):
     """Solve the optimality conditions on the margin band exactly (a small linear system).
 
     With ``beta`` fixed at 1 below the band and 0 above, the optimality
@@ -123,8 +151,9 @@ def _polish(X, y, lam, w, band_width):
     candidate: :func:`certified_gap` decides. Returns ``(w, beta)`` or ``None``.
     """
     n = X.shape[0]
+    s = _weights_or_ones(sample_weight, n)
     m = y * np.asarray(X @ w).ravel()
-    beta = (m < 1.0).astype(float)
+    beta = s * (m < 1.0)
     band = np.flatnonzero(np.abs(m - 1.0) <= band_width)
     if band.size == 0 or band.size > _MAX_BAND_ROWS:
         return None
@@ -133,12 +162,12 @@ def _polish(X, y, lam, w, band_width):
     rows = X[band]
     B = np.asarray((rows.toarray() if sp.issparse(rows) else rows) * y[band, None]).T
     beta_s = np.linalg.lstsq(B.T @ B / n, lam - B.T @ c, rcond=None)[0]
-    beta[band] = np.clip(beta_s, 0.0, 1.0)
+    beta[band] = np.clip(beta_s, 0.0, s[band])
     w_new = np.asarray(X.T @ (beta * y)).ravel() / n / lam
     return w_new, beta
 
 
-def certified_gap(X, y, lam, w, beta):
+def certified_gap(X, y, lam, w, beta, sample_weight=None):
     """A rigorous upper bound on ``F(w) - D(beta)`` in floating point.
 
     Derivation (``u = 2^-53``, ``gamma_k = k u / (1 - k u)``, Higham 2002;
@@ -160,17 +189,21 @@ def certified_gap(X, y, lam, w, beta):
        non-negative column sums is at most the sum of the rows' norms).
        ``||e||^2 / (2 lam)`` is then rounded up.
 
+    With weights ``beta`` is clipped to ``[0, s_i]`` and ``1 - beta_i`` becomes
+    ``s_i - beta_i`` (one rounding, as before).
+
     The bound's own arithmetic is on non-negative terms; ``_BOUND_SAFETY``
     covers it. Returns ``inf`` if anything is not finite.
     """
     n, d = X.shape
     w = np.asarray(w, dtype=float)
-    beta = np.clip(np.asarray(beta, dtype=float), 0.0, 1.0)
+    s = _weights_or_ones(sample_weight, n)
+    beta = np.clip(np.asarray(beta, dtype=float), 0.0, s)
     obj = _CertifiedObjective(X, lam, None)
     rho = obj.row_norms()
     m = y * np.asarray(X @ w).ravel()
     below = m < 1.0
-    t = np.where(below, (1.0 - beta) * (1.0 - m), beta * (m - 1.0))
+    t = np.where(below, (s - beta) * (1.0 - m), beta * (m - 1.0))
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(w))):
         return math.inf
     w_norm = float(np.linalg.norm(w)) * (1.0 + 2.0 * _gamma(d + 2))
@@ -199,7 +232,7 @@ def fallback_huber_width(gap):
     return 2.0 * float(gap)
 
 
-def minimize_hinge(X, y, lam, gap=1e-10, max_iter=50000):
+def minimize_hinge(X, y, lam, gap=1e-10, max_iter=50000, sample_weight=None):
     """Return a point within ``sqrt(2 gap / lam)`` of the exact hinge minimiser.
 
     Two paths; which one ran depends on the data and stays private:
@@ -233,6 +266,8 @@ def minimize_hinge(X, y, lam, gap=1e-10, max_iter=50000):
         The duality gap to certify, ``> 0``. Public: fixed before the data.
     max_iter : int
         liblinear's iteration cap.
+    sample_weight : ndarray of shape (n,) or None
+        Row weights in [0, 1] (module docstring); None is unweighted, as before.
 
     Returns
     -------
@@ -250,15 +285,16 @@ def minimize_hinge(X, y, lam, gap=1e-10, max_iter=50000):
     data = X.data if sp.issparse(X) else X
     if not np.all(np.isfinite(data)):
         raise SolverError("X must be finite.")
-    w = _primal_point(X, y, lam, max_iter)
+    sw = check_row_weights(sample_weight, X.shape[0])
+    w = _primal_point(X, y, lam, max_iter, sw)
     for width in _BAND_WIDTHS:
-        beta = _dual_from_primal(X, y, lam, w, width)
-        certified = math.inf if beta is None else certified_gap(X, y, lam, w, beta)
+        beta = _dual_from_primal(X, y, lam, w, width, sw)
+        certified = math.inf if beta is None else certified_gap(X, y, lam, w, beta, sw)
         if certified <= gap:
             return HingeResult(w, "dual", certified)
-        polished = _polish(X, y, lam, w, width)
+        polished = _polish(X, y, lam, w, width, sw)
         if polished is not None:
-            certified = certified_gap(X, y, lam, *polished)
+            certified = certified_gap(X, y, lam, *polished, sample_weight=sw)
             if certified <= gap:
                 return HingeResult(polished[0], "dual", certified)
     # Second attempt: Huber continuation. The Huber minimiser's own dual point
@@ -266,15 +302,16 @@ def minimize_hinge(X, y, lam, gap=1e-10, max_iter=50000):
     w_h = w
     for h in _CONTINUATION_WIDTHS:
         loss = HuberLoss(h)
-        w_h = minimize_regularized_loss(loss, X, y, lam, tol=1e-10, w0=w_h).w
-        beta_h = -loss.derivative(y * np.asarray(X @ w_h).ravel())
-        certified = certified_gap(X, y, lam, w_h, beta_h)
+        w_h = minimize_regularized_loss(loss, X, y, lam, tol=1e-10, w0=w_h, sample_weight=sw).w
+        beta_h = -_weights_or_ones(sw, len(y)) * loss.derivative(y * np.asarray(X @ w_h).ravel())
+        certified = certified_gap(X, y, lam, w_h, beta_h, sw)
         if certified <= gap:
             return HingeResult(w_h, "dual", certified)
     loss = HuberLoss(fallback_huber_width(gap))
     w_h = minimize_regularized_loss(loss, X, y, lam,
-                                    tol=0.5 * lam * math.sqrt(2.0 * gap / lam)).w
-    beta_h = -loss.derivative(y * np.asarray(X @ w_h).ravel())
-    if certified_gap(X, y, lam, w_h, beta_h) <= gap:
+                                    tol=0.5 * lam * math.sqrt(2.0 * gap / lam),
+                                    sample_weight=sw).w
+    beta_h = -_weights_or_ones(sw, len(y)) * loss.derivative(y * np.asarray(X @ w_h).ravel())
+    if certified_gap(X, y, lam, w_h, beta_h, sw) <= gap:
         return HingeResult(w_h, "dual", gap)
     return HingeResult(w_h, "fallback", math.inf)

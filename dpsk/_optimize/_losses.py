@@ -39,14 +39,20 @@ class _MarginLoss:
         """The loss of the all-zero model, ``l(0)``."""
         return float(np.asarray(self.value(np.zeros(1))).ravel()[0])
 
-    def gradient_sum(self, Z, y, w):
-        """``Z^T (y * l'(y * Z w))``: O(n + d) memory beyond ``Z``, dense or CSR."""
-        margins = y * np.asarray(Z @ w).ravel()
-        return np.asarray(Z.T @ (y * self.derivative(margins))).ravel()
+    def gradient_sum(self, Z, y, w, sample_weight=None):
+        """``Z^T (y * s * l'(y * Z w))``: O(n + d) memory beyond ``Z``, dense or CSR.
 
-    def mean_gradient(self, Z, y, w):
-        """``gradient_sum / n``, the gradient of the average loss."""
-        return self.gradient_sum(Z, y, w) / Z.shape[0]
+        ``s`` are row weights in [0, 1] (None: all ones, computed without them).
+        """
+        margins = y * np.asarray(Z @ w).ravel()
+        derivative = self.derivative(margins)
+        if sample_weight is not None:
+            derivative = sample_weight * derivative
+        return np.asarray(Z.T @ (y * derivative)).ravel()
+
+    def mean_gradient(self, Z, y, w, sample_weight=None):
+        """``gradient_sum / n``, the gradient of the average (weighted) loss; n, not sum(s)."""
+        return self.gradient_sum(Z, y, w, sample_weight) / Z.shape[0]
 
 
 class LogisticLoss(_MarginLoss):
@@ -182,19 +188,22 @@ class MultinomialLoss:
         """The loss of the all-zero model, ``log K``."""
         return float(np.log(self.n_classes))
 
-    def gradient_sum(self, Z, y, W):
-        """``(P - Y)^T Z`` for the ``K x d`` weights ``W``; ``y`` holds class indices.
+    def gradient_sum(self, Z, y, W, sample_weight=None):
+        """``(S (P - Y))^T Z`` for the ``K x d`` weights ``W``; ``y`` holds class indices.
 
-        O(n K) memory beyond ``Z`` (dense or CSR).
+        ``S`` is the diagonal of row weights in [0, 1] (None: the identity,
+        computed without it). O(n K) memory beyond ``Z`` (dense or CSR).
         """
         scores = np.asarray(Z @ W.T)
         residual = softmax(scores, axis=1)
         residual[np.arange(Z.shape[0]), np.asarray(y, dtype=np.intp)] -= 1.0
+        if sample_weight is not None:
+            residual *= sample_weight[:, None]
         return np.asarray(Z.T @ residual).T
 
-    def mean_gradient(self, Z, y, W):
-        """``gradient_sum / n``, the gradient of the average loss."""
-        return self.gradient_sum(Z, y, W) / Z.shape[0]
+    def mean_gradient(self, Z, y, W, sample_weight=None):
+        """``gradient_sum / n``, the gradient of the average (weighted) loss; n, not sum(s)."""
+        return self.gradient_sum(Z, y, W, sample_weight) / Z.shape[0]
 
     def __repr__(self):
         return f"MultinomialLoss(n_classes={self.n_classes})"

@@ -51,6 +51,7 @@ from ._solver import (
     _check_scalars,
     _gamma,
     _solve,
+    check_row_weights,
     tolerance_floor,
 )
 
@@ -95,9 +96,12 @@ class _MultinomialObjective(_CertifiedObjective):
     #: ``lambda_max(diag(p) - p p^T) <= 1/2`` (module docstring).
     curvature = 0.5
 
-    def __init__(self, X, y, n_classes, lam, linear):
+    def __init__(self, X, y, n_classes, lam, linear, sample_weight=None):
         super().__init__(X, lam, linear)
         self.y, self.K = y, n_classes
+        # Row weights in [0, 1] (docs/privacy.rst, "Weights"); None keeps the
+        # unweighted arithmetic bit for bit.
+        self.sample_weight = sample_weight
         # Shapes are checked after construction (the check reads row_norms).
         self.d = X.shape[1] if X.ndim == 2 else 0
         self._rows = np.arange(self.n)
@@ -125,10 +129,17 @@ class _MultinomialObjective(_CertifiedObjective):
         return Z
 
     def _residuals(self, P):
-        """``R = P - Y`` (a copy)."""
+        """``R = P - Y`` (a copy), each row times its weight when there are weights."""
         R = P.copy()
         R[self._rows, self.y] -= 1.0
-        return R
+        return self._weighted(R)
+
+    def _weighted(self, per_row):
+        """Rows of ``per_row`` (shape (n,) or (n, K)) times the row weights."""
+        if self.sample_weight is None:
+            return per_row
+        weights = self.sample_weight
+        return weights * per_row if per_row.ndim == 1 else weights[:, None] * per_row
 
     def grad(self, w):
         P = _softmax_parts(self.scores(w))[2]
@@ -139,7 +150,9 @@ class _MultinomialObjective(_CertifiedObjective):
         t, S, P = _softmax_parts(self.scores(w))
         # CE_i = logsumexp(z_i) - z_{i y_i} = log S_i - t_{i y_i}: no cancellation
         # between the max and z_y.
-        value = (np.log(S) - t[self._rows, self.y]).mean() + 0.5 * self.lam * (w @ w)
+        # The mean over all n rows, also with weights: n is public, sum(w) is not.
+        value = self._weighted(np.log(S) - t[self._rows, self.y]).mean()
+        value += 0.5 * self.lam * (w @ w)
         if self.linear is not None:
             value += self.linear @ w
         reg = self._regulariser_gradient(w)[0]
@@ -155,21 +168,31 @@ class _MultinomialObjective(_CertifiedObjective):
         ``b x K d`` temporary, kept under ``_HESSIAN_BLOCK_BYTES``.
         """
         P = _softmax_parts(self.scores(w))[2]
+        if self.sample_weight is not None:
+            # s_i A_i = diag(s_i p_i) - (sqrt(s_i) p_i)(sqrt(s_i) p_i)^T: the two parts
+            # below take p_i scaled by s_i and by sqrt(s_i) respectively.
+            root = np.sqrt(self.sample_weight)[:, None]
         K, d = self.K, self.d
         H = np.zeros((K * d, K * d))
         for rows in row_slices(self.n, self._block_rows(K * d)):
             block, Pb = self.X[rows], P[rows]
+            Pd = Pb  # the block-diagonal part's probabilities
+            if self.sample_weight is not None:
+                Pb = root[rows] * Pb
+                Pd = root[rows] * Pb
             if sp.issparse(block):
                 parts = [sp.csr_matrix(block.multiply(Pb[:, [k]])) for k in range(K)]
                 B = sp.hstack(parts, format="csr")
                 H -= (B.T @ B).toarray()
                 for k in range(K):
-                    H[k * d:(k + 1) * d, k * d:(k + 1) * d] += (block.T @ parts[k]).toarray()
+                    part = parts[k] if Pd is Pb else sp.csr_matrix(block.multiply(Pd[:, [k]]))
+                    H[k * d:(k + 1) * d, k * d:(k + 1) * d] += (block.T @ part).toarray()
             else:
                 B = (Pb[:, :, None] * block[:, None, :]).reshape(block.shape[0], K * d)
                 H -= B.T @ B
                 for k in range(K):
-                    H[k * d:(k + 1) * d, k * d:(k + 1) * d] += block.T @ B[:, k * d:(k + 1) * d]
+                    part = B[:, k * d:(k + 1) * d] if Pd is Pb else block * Pd[:, [k]]
+                    H[k * d:(k + 1) * d, k * d:(k + 1) * d] += block.T @ part
         H /= self.n
         H[np.diag_indices_from(H)] += self.lam
         return H
@@ -183,7 +206,7 @@ class _MultinomialObjective(_CertifiedObjective):
             A = self._times_transpose(self._matrix(v))
             PA = P * A
             Q = PA - P * PA.sum(axis=1, keepdims=True)
-            return self._transpose_times(Q) / n + lam * v
+            return self._transpose_times(self._weighted(Q)) / n + lam * v
 
         return hessp
 
@@ -197,13 +220,14 @@ class _MultinomialObjective(_CertifiedObjective):
         A = self._times_transpose(self._matrix(step))
         Z = self.scores(w)
         c0 = self.lam * (w @ step) + (0.0 if self.linear is None else self.linear @ step)
-        c0 -= A[self._rows, self.y].mean()
+        c0 -= self._weighted(A[self._rows, self.y]).mean()
         c1 = self.lam * (step @ step)
         n = self.n
+        weighted_A = self._weighted(A)
 
         def dphi(t):
             P = _softmax_parts(Z + t * A)[2]
-            return np.einsum("ik,ik->", P, A) / n + c0 + t * c1
+            return np.einsum("ik,ik->", P, weighted_A) / n + c0 + t * c1
 
         return dphi
 
@@ -269,6 +293,12 @@ class _MultinomialObjective(_CertifiedObjective):
            transformations, the final addition and the norm:
            ``_certificate_tail`` (dimension ``K d``).
 
+        Row weights ``s_i`` in [0, 1]: the computed residual row is ``fl(s_i
+        r~_i)``, off from the exact ``s_i (p_i - e_{y_i})`` by at most ``s_i D_i
+        + u |s_i r~_i|`` per entry, and ``|s_i r~_i| <= (1 + u) |fl(s_i r~_i)|``;
+        so ``D_i`` becomes ``s_i D_i + 2 u |R_i|`` with the weighted ``R``, and
+        step 5 uses the weighted ``R``.
+
         The bound's own arithmetic (non-negative sums, norms of short vectors)
         is covered by ``_BOUND_SAFETY``; overflow is not modelled (within the
         domain the scores are far from it).
@@ -289,7 +319,14 @@ class _MultinomialObjective(_CertifiedObjective):
         V = P * (eta * np.exp(2.0 * _U * tau) + np.exp(_U * tau) * np.expm1(_U * tau))
         V = V / (1.0 - eta) + _UNDERFLOW_FLOOR
         D = V + (P + V) * lip
-        D[self._rows, self.y] += _U * np.abs(R[self._rows, self.y])
+        if self.sample_weight is None:
+            D[self._rows, self.y] += _U * np.abs(R[self._rows, self.y])
+        else:
+            # R is already weighted: unweight the label entry's rounding, then
+            # weight D and add the product's rounding (docstring, last paragraph).
+            residual_y = P[self._rows, self.y] - 1.0
+            D[self._rows, self.y] += _U * np.abs(residual_y)
+            D = self.sample_weight[:, None] * D + 2.0 * _U * np.abs(R)
 
         v, sum_factor = self._chunked_transpose_product(R)
         err = (np.linalg.norm(D, axis=1) @ rho) / n
@@ -331,7 +368,7 @@ def multinomial_tolerance_floor(d, n_classes, lam, linear_norm_bound=0.0):
 
 
 def minimize_multinomial_loss(X, y, n_classes, lam, linear=None, tol=1e-10, max_iter=1000,
-                              w0=None):
+                              w0=None, sample_weight=None):
     """Return ``W`` within ``tol / lam`` (Frobenius) of the exact minimiser of F; never fail.
 
     See the module docstrings of this module and of ``dpsk._optimize._solver`` for the
@@ -359,6 +396,10 @@ def minimize_multinomial_loss(X, y, n_classes, lam, linear=None, tol=1e-10, max_
         does not depend on it.
     w0 : ndarray of shape (n_classes, d) or None
         Starting point (zeros by default), finite.
+    sample_weight : ndarray of shape (n,) or None
+        Row weights in [0, 1]: the loss part becomes ``(1/n) sum_i s_i CE(W x_i,
+        y_i)`` (docs/privacy.rst, "Weights"). None: unweighted, bit for bit as
+        before. Only with a stored design (dense or CSR).
 
     Returns
     -------
@@ -382,7 +423,11 @@ def minimize_multinomial_loss(X, y, n_classes, lam, linear=None, tol=1e-10, max_
     d = X.shape[1] if X.ndim == 2 else 0
     linear = _check_matrix("linear", linear, K, d)
     w0 = _check_matrix("w0", w0, K, d)
-    obj = _MultinomialObjective(X, labels, K, lam, linear)
+    if sample_weight is not None and isinstance(X, DesignRows):
+        raise SolverError("sample_weight needs a stored design (dense or CSR), not a "
+                          "chunked one.")
+    n = X.shape[0] if X.ndim == 2 else 0
+    obj = _MultinomialObjective(X, labels, K, lam, linear, check_row_weights(sample_weight, n))
     _check_data(obj, X, labels)
     _check_scalars(lam, tol)
     w_start = np.zeros(K * d) if w0 is None else w0.copy()

@@ -47,6 +47,7 @@ from ._solver import (
     _derivative_error,
     _gamma,
     _solve,
+    check_row_weights,
     weighted_gram,
 )
 
@@ -67,12 +68,25 @@ def robust_curvature(radius, smoothing=ROBUST_SMOOTHING, row_bound=1.0):
 class _RobustObjective(_CertifiedObjective):
     """Value, gradient, Hessian and certificate of the robust logistic ``F``."""
 
-    def __init__(self, X, y, lam, radius, n_perturbed, smoothing=ROBUST_SMOOTHING):
+    def __init__(self, X, y, lam, radius, n_perturbed, smoothing=ROBUST_SMOOTHING,
+                 sample_weight=None):
         super().__init__(X, lam, None)
         self.y, self.r, self.s = y, float(radius), float(smoothing)
         self.k = int(n_perturbed)
         self.loss = LogisticLoss()
+        # Row weights in [0, 1] (docs/privacy.rst, "Weights"); None: unweighted, as before.
+        self.sample_weight = sample_weight
         self._margins_at = (None, None)
+
+    def _lp(self, z):
+        """``s_i l'(z_i)``: the (weighted) loss derivatives at the margins ``z``."""
+        lp = self.loss.derivative(z)
+        return lp if self.sample_weight is None else self.sample_weight * lp
+
+    def _lpp(self, z):
+        """``s_i l''(z_i)``: the (weighted) second derivatives."""
+        lpp = self.loss.second_derivative(z)
+        return lpp if self.sample_weight is None else self.sample_weight * lpp
 
     @property
     def curvature(self):
@@ -104,20 +118,23 @@ class _RobustObjective(_CertifiedObjective):
 
     def grad(self, w):
         z, N = self.margins(w)
-        lp = self.loss.derivative(z)
+        lp = self._lp(z)
         g = np.asarray(self.X.T @ (self.y * lp)).ravel() / self.n
         return g - lp.mean() * self._direction(w, N) + self.lam * w
 
     def value_and_grad(self, w):
         z, _ = self.margins(w)
-        value = self.loss.value(z).mean() + 0.5 * self.lam * (w @ w)
+        loss = self.loss.value(z)
+        if self.sample_weight is not None:  # still the mean over all n rows
+            loss = self.sample_weight * loss
+        value = loss.mean() + 0.5 * self.lam * (w @ w)
         return value, self.grad(w)
 
     def _hessian_parts(self, w):
         z, N = self.margins(w)
-        c = self.loss.second_derivative(z) / self.n
+        c = self._lpp(z) / self.n
         ru = self._direction(w, N)
-        t = float(-self.loss.derivative(z).mean()) * self.r / N
+        t = float(-self._lp(z).mean()) * self.r / N
         return c, ru, t
 
     def hessian_at(self, w):
@@ -159,7 +176,7 @@ class _RobustObjective(_CertifiedObjective):
         pw, ps = w[:self.k], step[:self.k]
         ww, ws, ss = float(pw @ pw), float(pw @ ps), float(ps @ ps)
         c0, c1 = self.lam * (w @ step), self.lam * (step @ step)
-        r, s2, n, derivative = self.r, self.s * self.s, self.n, self.loss.derivative
+        r, s2, n, derivative = self.r, self.s * self.s, self.n, self._lp
 
         def dphi(t):
             N = math.sqrt(ww + 2 * t * ws + t * t * ss + s2)
@@ -196,6 +213,11 @@ class _RobustObjective(_CertifiedObjective):
            (2 e_N / N + gamma_{k+6})``, and the subtraction from the data part
            adds ``gamma_1 ||a||``.
         6. ``lam w``, the final addition and the norm: ``_certificate_tail``.
+
+        Row weights ``s_i`` in [0, 1]: ``l'_i`` stands for the computed
+        ``fl(s_i fl(l'(z~_i)))`` throughout, and ``D_i`` for ``s_i D_i + 2 u
+        |l'_i|`` (the weight scales the derivative's error, the product rounds
+        once); steps 4 and 5 are then unchanged.
         """
         y, n, r = self.y, self.n, self.r
         d = self.X.shape[1]
@@ -206,8 +228,10 @@ class _RobustObjective(_CertifiedObjective):
         e_N_rel = g_k / (1.0 - g_k)
         delta = (_gamma(max(self.max_row_terms(), 1)) * rho * w_norm
                  + r * N * (e_N_rel + _U) + _U * np.abs(z))
-        lp = self.loss.derivative(z)
+        lp = self._lp(z)
         D = _derivative_error(self.loss, z, delta)
+        if self.sample_weight is not None:
+            D = self.sample_weight * D + 2.0 * _U * np.abs(lp)
         v, sum_factor = self._chunked_transpose_product(y * lp)
         err = (D @ rho) / n + sum_factor * (np.abs(lp) @ rho) / n
         mu = lp.mean()
@@ -226,12 +250,14 @@ class _RobustObjective(_CertifiedObjective):
 
 
 def minimize_robust_logistic(X, y, lam, radius, n_perturbed=None, tol=1e-10, max_iter=1000,
-                             smoothing=ROBUST_SMOOTHING):
+                             smoothing=ROBUST_SMOOTHING, sample_weight=None):
     """Return a point within ``tol / lam`` of the exact minimiser of the robust ``F``.
 
     Total on its domain like ``dpsk._optimize._solver.minimize_regularized_loss`` (same
     guarantee, same two paths). ``n_perturbed`` (default: every coordinate) is
-    the number of leading coordinates the perturbation acts on.
+    the number of leading coordinates the perturbation acts on. ``sample_weight``
+    (None, or one weight in [0, 1] per row) weights each row's loss; the mean
+    stays over all ``n`` rows (docs/privacy.rst, "Weights").
 
     Returns
     -------
@@ -246,7 +272,8 @@ def minimize_robust_logistic(X, y, lam, radius, n_perturbed=None, tol=1e-10, max
     radius = float(radius)
     if not (math.isfinite(radius) and radius >= 0 and 0 <= k <= X.shape[1]):
         raise ValueError("radius must be a finite number >= 0 and n_perturbed in [0, d].")
-    obj = _RobustObjective(X, y, lam, radius, k, smoothing)
+    obj = _RobustObjective(X, y, lam, radius, k, smoothing,
+                           check_row_weights(sample_weight, X.shape[0]))
     _check_domain(obj, X, y, lam, None, tol, None)
     w, path, n_iter = _solve(obj, np.zeros(X.shape[1]), tol, max_iter)
     return SolverResult(w, path, n_iter)
@@ -277,8 +304,9 @@ class _RobustLinfObjective(_RobustObjective):
     s_1^2)^(3/2))``, ``0 <= H_N <= (k / s) I``.
     """
 
-    def __init__(self, X, y, lam, radius, n_perturbed, smoothing=ROBUST_SMOOTHING):
-        super().__init__(X, y, lam, radius, n_perturbed, smoothing)
+    def __init__(self, X, y, lam, radius, n_perturbed, smoothing=ROBUST_SMOOTHING,
+                 sample_weight=None):
+        super().__init__(X, y, lam, radius, n_perturbed, smoothing, sample_weight)
         self.s1 = self.s / max(self.k, 1)
 
     @property
@@ -309,9 +337,9 @@ class _RobustLinfObjective(_RobustObjective):
 
     def _hessian_parts(self, w):
         z, N = self.margins(w)
-        c = self.loss.second_derivative(z) / self.n
+        c = self._lpp(z) / self.n
         ru = self._direction(w, N)
-        t = float(-self.loss.derivative(z).mean()) * self.r
+        t = float(-self._lp(z).mean()) * self.r
         return c, ru, t
 
     def hessian_at(self, w):
@@ -348,7 +376,7 @@ class _RobustLinfObjective(_RobustObjective):
         b = self.y * np.asarray(self.X @ w).ravel()
         pw, ps = w[:self.k], step[:self.k]
         c0, c1 = self.lam * (w @ step), self.lam * (step @ step)
-        r, s2, n, derivative = self.r, self.s1 * self.s1, self.n, self.loss.derivative
+        r, s2, n, derivative = self.r, self.s1 * self.s1, self.n, self._lp
 
         def dphi(t):
             q = pw + t * ps
@@ -385,11 +413,11 @@ class _RobustLinfObjective(_RobustObjective):
 
 
 def minimize_robust_logistic_linf(X, y, lam, radius, n_perturbed=None, tol=1e-10, max_iter=1000,
-                                  smoothing=ROBUST_SMOOTHING):
+                                  smoothing=ROBUST_SMOOTHING, sample_weight=None):
     """Return a point within ``tol / lam`` of the exact minimiser of the L-infinity robust ``F``.
 
-    Same guarantee and paths as :func:`minimize_robust_logistic`, for the
-    objective of :class:`_RobustLinfObjective`.
+    Same guarantee, paths and ``sample_weight`` as :func:`minimize_robust_logistic`,
+    for the objective of :class:`_RobustLinfObjective`.
     """
     y = np.asarray(y, dtype=float)
     lam, tol = float(lam), float(tol)
@@ -399,7 +427,8 @@ def minimize_robust_logistic_linf(X, y, lam, radius, n_perturbed=None, tol=1e-10
     radius = float(radius)
     if not (math.isfinite(radius) and radius >= 0 and 0 <= k <= X.shape[1]):
         raise ValueError("radius must be a finite number >= 0 and n_perturbed in [0, d].")
-    obj = _RobustLinfObjective(X, y, lam, radius, k, smoothing)
+    obj = _RobustLinfObjective(X, y, lam, radius, k, smoothing,
+                               check_row_weights(sample_weight, X.shape[0]))
     _check_domain(obj, X, y, lam, None, tol, None)
     w, path, n_iter = _solve(obj, np.zeros(X.shape[1]), tol, max_iter)
     return SolverResult(w, path, n_iter)

@@ -75,7 +75,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 from .._data._design import row_slices
 from ._losses import HuberLoss, LogisticLoss
 
-__all__ = ["SolverError", "SolverResult", "tolerance_floor"]
+__all__ = ["SolverError", "SolverResult", "check_row_weights", "tolerance_floor"]
 
 _HANDOVER_GTOL = 1e-2
 # Newton steps use the dense Hessian up to this dimension (d^2 doubles of memory).
@@ -350,10 +350,17 @@ class _CertifiedObjective:
 class _Objective(_CertifiedObjective):
     """Value, gradient, Hessian and gradient certificate of F, sharing the margins."""
 
-    def __init__(self, loss, X, y, lam, linear):
+    def __init__(self, loss, X, y, lam, linear, sample_weight=None):
         super().__init__(X, lam, linear)
         self.loss, self.y = loss, y
+        # Row weights in [0, 1] (docs/privacy.rst, "Weights"), or None for all ones.
+        # None keeps the unweighted arithmetic, so an unweighted fit's bits do not change.
+        self.sample_weight = sample_weight
         self._margins_at = (None, None)
+
+    def _weighted(self, per_row):
+        """``per_row`` times the row weights (itself without weights)."""
+        return per_row if self.sample_weight is None else self.sample_weight * per_row
 
     @property
     def curvature(self):
@@ -361,7 +368,7 @@ class _Objective(_CertifiedObjective):
 
     def continuation_stages(self):
         """Huber of small width: wider stages first (:func:`_continuation_losses`)."""
-        return [_Objective(stage_loss, self.X, self.y, self.lam, self.linear)
+        return [_Objective(stage_loss, self.X, self.y, self.lam, self.linear, self.sample_weight)
                 for stage_loss in _continuation_losses(self.loss)[:-1]] + [self]
 
     def margins(self, w):
@@ -378,26 +385,29 @@ class _Objective(_CertifiedObjective):
     def grad(self, w):
         z = self.margins(w)
         reg = self._regulariser_gradient(w)[0]
-        return np.asarray(self.X.T @ (self.y * self.loss.derivative(z))).ravel() / self.n + reg
+        r = self.y * self._weighted(self.loss.derivative(z))
+        return np.asarray(self.X.T @ r).ravel() / self.n + reg
 
     def value_and_grad(self, w):
         z = self.margins(w)
-        value = self.loss.value(z).mean() + 0.5 * self.lam * (w @ w)
+        # The mean over all n rows, also with weights: n is public, sum(w) is not.
+        value = self._weighted(self.loss.value(z)).mean() + 0.5 * self.lam * (w @ w)
         reg = self._regulariser_gradient(w)[0]
-        grad = np.asarray(self.X.T @ (self.y * self.loss.derivative(z))).ravel() / self.n + reg
+        r = self.y * self._weighted(self.loss.derivative(z))
+        grad = np.asarray(self.X.T @ r).ravel() / self.n + reg
         if self.linear is not None:
             value += self.linear @ w
         return value, grad
 
     def hessian_at(self, w):
         """Dense Hessian, accumulated over row blocks so no n x d temporary exists."""
-        c = self.loss.second_derivative(self.margins(w)) / self.n
+        c = self._weighted(self.loss.second_derivative(self.margins(w))) / self.n
         H = weighted_gram(self.X, c, self._block_rows(self.X.shape[1]))
         H[np.diag_indices_from(H)] += self.lam
         return H
 
     def hessp_at(self, w):
-        curv = self.loss.second_derivative(self.margins(w)) / self.n
+        curv = self._weighted(self.loss.second_derivative(self.margins(w))) / self.n
         X, lam = self.X, self.lam
 
         def hessp(v):
@@ -413,12 +423,14 @@ class _Objective(_CertifiedObjective):
         """
         a = self.y * (self.X @ step)
         z0 = self.margins(w)
+        # With weights the slope of row i is w_i l'(z_i + t a_i) a_i: fold w_i into a.
+        weighted_a = self._weighted(a)
         c0 = self.lam * (w @ step) + (0.0 if self.linear is None else self.linear @ step)
         c1 = self.lam * (step @ step)
         n, derivative = self.n, self.loss.derivative
 
         def dphi(t):
-            return (derivative(z0 + t * a) @ a) / n + c0 + t * c1
+            return (derivative(z0 + t * a) @ weighted_a) / n + c0 + t * c1
 
         return dphi
 
@@ -450,6 +462,12 @@ class _Objective(_CertifiedObjective):
            transformations, the final addition and norm:
            :meth:`_certificate_tail`.
 
+        Row weights ``s_i`` in [0, 1] (exact floats) give ``r_i = y_i fl(s_i
+        fl(l'(z~_i)))``: the exact ``s_i l'(z_i)`` is off by at most ``s_i D_i``
+        before the product and the product rounds once (``u |s_i fl(l')|``,
+        and ``|s_i fl(l')| <= (1 + u) |r_i|``), so ``D_i`` becomes ``s_i D_i +
+        2 u |r_i|``; steps 3 and 4 are unchanged with these ``r_i``.
+
         Under- and overflow are not modelled: within the domain every quantity
         here is far from both.
         """
@@ -459,8 +477,10 @@ class _Objective(_CertifiedObjective):
         z = self.margins(w)
         w_norm = float(np.linalg.norm(w)) * (1.0 + 2.0 * _gamma(d + 2))
         delta = _gamma(max(self.max_row_terms(), 1)) * rho * w_norm
-        r = y * self.loss.derivative(z)
+        r = y * self._weighted(self.loss.derivative(z))
         D = _derivative_error(self.loss, z, delta)
+        if self.sample_weight is not None:
+            D = self.sample_weight * D + 2.0 * _U * np.abs(r)
         v, sum_factor = self._chunked_transpose_product(r)
         err = (D @ rho) / n
         err += sum_factor * (np.abs(r) @ rho) / n
@@ -534,6 +554,21 @@ def _check_domain(obj, X, y, lam, linear, tol, w0):
         raise SolverError("y must contain only the labels -1 and +1.")
     _check_scalars(lam, tol)
     check_vectors(X.shape[1], linear, w0)
+
+
+def check_row_weights(sample_weight, n):
+    """Row weights as a float vector of length ``n`` in [0, 1], or None; SolverError else.
+
+    The privacy proofs with weights (docs/privacy.rst, "Weights") need each
+    row's weight in [0, 1]; the estimators refuse anything else earlier, for
+    free. The message carries no data.
+    """
+    if sample_weight is None:
+        return None
+    weights = np.asarray(sample_weight, dtype=float)
+    if weights.shape != (n,) or not np.all((weights >= 0.0) & (weights <= 1.0)):
+        raise SolverError("sample_weight must be a vector with one weight in [0, 1] per row.")
+    return weights
 
 
 def check_vectors(d, linear, w0):

@@ -26,7 +26,7 @@ from .._data._validation import (
 )
 from .._optimize._losses import MultinomialLoss, make_loss
 from ..linear_model._base import BaseDPLinearClassifier, fit_private_problems
-from ..linear_model._logistic import _CLASSES_AND_DELTA_DOC
+from ..linear_model._logistic import _CLASS_WEIGHT_DOC, _CLASSES_AND_DELTA_DOC
 from ..mechanisms._random import noise_source, public_rng
 
 __all__ = ["DPKernelClassifier", "sample_frequencies", "fourier_features"]
@@ -181,7 +181,10 @@ class DPKernelClassifier(BaseDPLinearClassifier):
     again of norm 1); labels are mapped to {-1, +1}; the loss has ``|l'| <= 1`` and
     ``l'' <= c`` (``c = 1/4`` logistic, ``c = 1/(2h)`` Huber); the number of rows
     is treated as public; the solver's residual is covered by extra noise (see
-    ``tol``). With more than two classes and the logistic loss the default is
+    ``tol``). Weighted fits
+    (``sample_weight`` in [0, 1], ``class_weight``) have the same guarantee and
+    noise, a row's weight being part of the row (docs/privacy.rst, "Weights").
+    With more than two classes and the logistic loss the default is
     one multinomial (softmax) release at the whole epsilon (constants in
     ``dpsk._optimize._losses.MultinomialLoss``); one-vs-rest models (``multi_class="ovr"``,
     and the Huber loss) get ``epsilon / n_classes`` each (sequential
@@ -335,7 +338,8 @@ class DPKernelClassifier(BaseDPLinearClassifier):
     def __init__(self, epsilon=1.0, kernel="rbf", gamma=1.0, n_components=100, alpha="auto",
                  loss="logistic", h=0.5, perturbation="objective", fit_intercept=True,
                  data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
-                 random_state=None, classes=None, delta=0.0, multi_class="auto"):
+                 random_state=None, classes=None, delta=0.0, multi_class="auto",
+                 class_weight=None):
         self.epsilon = epsilon
         self.kernel = kernel
         self.gamma = gamma
@@ -353,6 +357,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         self.classes = classes
         self.delta = delta
         self.multi_class = multi_class
+        self.class_weight = class_weight
 
     def _make_loss(self, n_classes=2):
         if self.loss == "logistic" and (
@@ -391,7 +396,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         return X, y, resolve_classes(y, self.classes)
 
     def _release(self, data, *, epsilon, delta):
-        X, y, classes = data
+        X, y, classes, weights = data
         # The frequencies are published in random_weights_, so they come from a
         # public generator with its own entropy, never from the noise source.
         random_weights = sample_frequencies(
@@ -408,7 +413,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         W = fit_private_problems(
             Z, y, classes, loss, epsilon, alpha,
             self.perturbation, noise_source(self.random_state), tol=self.tol,
-            delta=delta, n_jobs=self.n_jobs,
+            delta=delta, n_jobs=self.n_jobs, sample_weight=weights,
         )
         # The design rows are [phi, 1]/sqrt(2): map the weights back to phi and 1.
         coef, intercept = unscale_coef(W, 1.0, self.fit_intercept)
@@ -478,5 +483,5 @@ class DPKernelClassifier(BaseDPLinearClassifier):
 
 # The classes and delta parameters mean the same in every model: one text.
 DPKernelClassifier.__doc__ = DPKernelClassifier.__doc__.replace(
-    "%(classes_and_delta)s", _CLASSES_AND_DELTA_DOC.rstrip()
+    "%(classes_and_delta)s", _CLASSES_AND_DELTA_DOC.rstrip() + "\n" + _CLASS_WEIGHT_DOC.rstrip()
 )

@@ -10,13 +10,16 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data._dask import DaskDesignRows, class_indices, is_dask_array, validate_dask_input
-from .._data._design import clip_rows, design_rows, unscale_coef
+from .._data._design import clip_rows, design_matrix, design_rows, unscale_coef
 from .._data._validation import (
     binary_targets,
+    check_declared_classes,
     check_not_datetime,
+    check_sample_weight,
+    class_weight_table,
     finite_rows_advised,
-    refuse_fit_params,
     resolve_classes,
+    row_weights,
     values_withheld,
     warn_if_classes_undeclared,
     warn_if_column_vector,
@@ -31,6 +34,12 @@ from ..mechanisms._random import noise_source, validate_random_state
 
 __all__ = ["BaseDPLinearClassifier", "fit_private_problems", "problem_count"]
 
+_DASK_WEIGHTS_REFUSED = (
+    "sample_weight and class_weight are not supported with Dask input: the weighted "
+    "solvers need the design rows in memory. Fit on a NumPy array (or without weights). "
+    "Nothing was spent."
+)
+
 
 def problem_count(loss, n_classes):
     """How many models one fit releases about the same rows (one-vs-rest beyond two classes)."""
@@ -38,7 +47,7 @@ def problem_count(loss, n_classes):
 
 
 def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng, *, tol,
-                         delta=0.0, n_jobs=None):
+                         delta=0.0, n_jobs=None, sample_weight=None):
     """Fit the binary, one-vs-rest or multinomial private model for ``classes``; total
     cost ``(epsilon, delta)``.
 
@@ -72,6 +81,9 @@ def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng,
         Parent noise source; only its spawned children are used.
     n_jobs : int or None
         joblib workers over the binary problems.
+    sample_weight : ndarray of shape (n,) or None
+        Row weights in [0, 1] (docs/privacy.rst, "Weights"), the same for every
+        one-vs-rest problem; needs a stored ``Z``.
 
     Returns
     -------
@@ -82,14 +94,14 @@ def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng,
             raise ValueError("The multinomial loss must have one output per class.")
         indices = class_indices(classes, y) if is_dask_array(y) else np.searchsorted(classes, y)
         W = private_erm(Z, indices, loss, epsilon, alpha, perturbation,
-                        rng, tol=tol, delta=delta)
+                        rng, tol=tol, delta=delta, sample_weight=sample_weight)
         return W[1:] - W[:1] if len(classes) == 2 else W
     targets = binary_targets(y, classes)
     generators = rng.spawn(len(targets))
     results = Parallel(n_jobs=n_jobs)(
         delayed(private_erm)(
             Z, t, loss, epsilon, alpha, perturbation, child, tol=tol, delta=delta,
-            n_problems=len(targets),
+            n_problems=len(targets), sample_weight=sample_weight,
         )
         for t, child in zip(targets, generators)
     )
@@ -98,6 +110,10 @@ def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng,
 
 class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
     """Common fit/predict of DP linear classifiers; subclasses choose the loss."""
+
+    #: What ``get_params`` reads for a model pickled before ``class_weight``
+    #: existed (every ``__init__`` that takes it stores it on the instance).
+    class_weight = None
 
     _parameter_constraints = {
         "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
@@ -111,6 +127,9 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         "random_state": [Interval(Integral, 0, None, closed="left"), None],
         "classes": ["array-like", None],
         "delta": [Interval(Real, 0, 1, closed="left")],
+        # "balanced" is accepted here only to be refused with its reason (it reads
+        # the class counts): class_weight_table.
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def _make_loss(self, n_classes=2):
@@ -136,7 +155,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
                                  delta=delta, claimed_epsilon=epsilon)
         return ApproxDPEvent(epsilon, delta)
 
-    def fit(self, X, y, **fit_params):
+    def fit(self, X, y, sample_weight=None):
         """Fit the private model and charge ``epsilon`` to the accountant.
 
         The budget is checked before the data is read (a refusal then costs
@@ -150,10 +169,16 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
             with L2 norm above ``data_norm`` are scaled down.
         y : array-like of shape (n_samples,)
             Class labels (any two or more values).
-        **fit_params : dict
-            Only ``sample_weight=None``. Weights are refused (``TypeError``,
-            nothing spent): they would change the sensitivity the noise is
-            calibrated to.
+        sample_weight : float or array-like of shape (n_samples,), default=None
+            Row weights in [0, 1], multiplied by the normalised ``class_weight``.
+            The objective is ``(1/n) sum_i s_i loss_i + (alpha/2) ||w||^2``
+            with ``n = n_samples`` (public), not the sum of the weights, so the
+            noise and the guarantee are those of the unweighted fit, for
+            neighbours that change a row and its weight together
+            (docs/privacy.rst, "Weights"). Weights outside [0, 1], NaN or of
+            the wrong shape are refused before anything is spent. All-zero
+            weights are allowed (a noise-only model, charged). Not for Dask
+            input. Weighted fits build the design rows in memory.
 
         Returns
         -------
@@ -172,13 +197,13 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
             If the release fails after the data was read; the budget is then
             charged. The mechanisms are built not to fail on valid input.
         """
-        refuse_fit_params(self, fit_params)
         validate_random_state(self.random_state)
         self._validate_params()
         self._check_params_before_fit()
         warn_if_classes_undeclared(self.classes)
         warn_if_column_vector(y)
-        return self._fit_with_budget(self._validate_input, self._release, X, y)
+        return self._fit_with_budget(self._validate_weighted_input, self._release, X, y,
+                                     sample_weight)
 
     def _resolve_alpha(self, n, d, loss, n_classes, epsilon, delta, loss_at=None):
         """The L2 strength of this fit: ``alpha``, or the alpha rule's for ``"auto"``.
@@ -196,6 +221,11 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
 
     def _check_params_before_fit(self):
         """Parameter checks beyond the constraints (subclasses add theirs)."""
+        class_weight = getattr(self, "class_weight", None)
+        if isinstance(class_weight, str):
+            class_weight_table(class_weight, [])  # "balanced": refused with its reason
+        if class_weight is not None and self.classes is not None:
+            class_weight_table(class_weight, check_declared_classes(self.classes))
         if self.perturbation == "gradient" and self.delta == 0:
             raise ValueError(
                 "perturbation='gradient' (noisy gradient descent) adds Gaussian noise and "
@@ -213,10 +243,26 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
                                dtype=[np.float64, np.float32])
         return X, y, resolve_classes(y, self.classes)
 
+    def _validate_weighted_input(self, X, y, sample_weight):
+        """:meth:`_validate_input`, then the row weights (free); ``(X, y, classes_, weights)``.
+
+        ``weights`` is None without ``sample_weight`` and ``class_weight``.
+        """
+        class_weight = getattr(self, "class_weight", None)
+        if (sample_weight is not None or class_weight is not None) and is_dask_array(X):
+            raise ValueError(_DASK_WEIGHTS_REFUSED)
+        X, y, classes = self._validate_input(X, y)
+        weights = check_sample_weight(sample_weight, X.shape[0])
+        table = class_weight_table(class_weight, classes)
+        return X, y, classes, row_weights(weights, table, y, classes)
+
     def _release(self, data, *, epsilon, delta):
-        X, y, classes = data
+        X, y, classes, weights = data
         if is_dask_array(X):
             Z = DaskDesignRows(X, self.data_norm, self.fit_intercept)
+        elif weights is not None:
+            # The weighted solvers take a stored design (dense or CSR).
+            Z = design_matrix(X, self.data_norm, self.fit_intercept)
         else:
             Z = design_rows(X, self.data_norm, self.fit_intercept)
         loss = self._make_loss(len(classes))
@@ -224,7 +270,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         W = fit_private_problems(
             Z, y, classes, loss, epsilon, alpha, self.perturbation,
             noise_source(self.random_state), tol=self.tol, delta=delta,
-            n_jobs=self.n_jobs,
+            n_jobs=self.n_jobs, sample_weight=weights,
         )
         coef, intercept = unscale_coef(W, self.data_norm, self.fit_intercept)
         return {"classes_": classes, "coef_": coef, "intercept_": intercept, "alpha_": alpha}

@@ -26,7 +26,9 @@ class DPHuberSVM(BaseDPLinearClassifier):
     piecewise twice-differentiable loss, for objective perturbation with
     ``c = 1/(2h)``). Conditions, enforced here: rows of norm <= 1 after clipping
     and rescaling, labels in {{-1, +1}}, ``|l'| <= 1``, public ``n``, solver residual
-    covered by extra noise (see ``tol``).
+    covered by extra noise (see ``tol``). Weighted fits
+    (``sample_weight`` in [0, 1], ``class_weight``) have the same guarantee and
+    noise, a row's weight being part of the row (docs/privacy.rst, "Weights").
 
     Parameters
     ----------{_SHARED_PARAMS_DOC}
@@ -65,7 +67,7 @@ class DPHuberSVM(BaseDPLinearClassifier):
 
     def __init__(self, epsilon=1.0, alpha="auto", perturbation="objective", fit_intercept=True,
                  data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
-                 random_state=None, h=0.5, classes=None, delta=0.0):
+                 random_state=None, h=0.5, classes=None, delta=0.0, class_weight=None):
         self.epsilon = epsilon
         self.alpha = alpha
         self.perturbation = perturbation
@@ -78,6 +80,7 @@ class DPHuberSVM(BaseDPLinearClassifier):
         self.classes = classes
         self.delta = delta
         self.h = h
+        self.class_weight = class_weight
 
     def _make_loss(self, n_classes=2):
         return HuberLoss(self.h)

@@ -26,6 +26,17 @@ _CLASSES_AND_DELTA_DOC = """    classes : array-like of shape (n_classes,) or No
         derived in ``dpsk.mechanisms._noise.gaussian_objective_delta``. Choose delta
         well below ``1 / n_samples``."""
 
+_CLASS_WEIGHT_DOC = """    class_weight : dict or None, default=None
+        ``{class: weight > 0}`` for declared classes; classes not listed get
+        1, then every weight is divided by the largest, so row weights stay in
+        [0, 1]. Each row's loss is multiplied by its class's weight (and by
+        ``sample_weight``); the objective still divides by ``n_samples``, so
+        the noise and the guarantee do not change (docs/privacy.rst,
+        "Weights"). For imbalanced data, declare the weights from a known or
+        public prevalence ``p`` of the positives, e.g. ``{0: p, 1: 1 - p}``.
+        ``"balanced"`` is refused: it reads the class counts of ``y``, which
+        are private."""
+
 _SHARED_PARAMS_DOC = f"""
     epsilon : float, default=1.0
         Privacy parameter of one fit, > 0 and finite (with ``delta``, see
@@ -80,7 +91,8 @@ _SHARED_PARAMS_DOC = f"""
         for tests and documentation only: a model whose seed is known is not
         private. Generators, ``RandomState`` and ``SeedSequence`` objects are
         refused, because the saved model would carry them.
-{_CLASSES_AND_DELTA_DOC}"""
+{_CLASSES_AND_DELTA_DOC}
+{_CLASS_WEIGHT_DOC}"""
 
 _SHARED_ATTRS_DOC = """
     classes_ : ndarray of shape (n_classes,)
@@ -120,7 +132,9 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     norm <= ``sqrt(2)``, Hessian eigenvalues <= 1/2 of rank ``n_classes - 1``;
     derivations in ``dpsk._optimize._losses.MultinomialLoss`` and
     ``dpsk.mechanisms._noise``). With ``delta > 0`` the guarantee is ``(epsilon,
-    delta)``-DP (see ``delta``).
+    delta)``-DP (see ``delta``). Weighted fits
+    (``sample_weight`` in [0, 1], ``class_weight``) have the same guarantee and
+    noise, a row's weight being part of the row (docs/privacy.rst, "Weights").
 
     Parameters
     ----------{_SHARED_PARAMS_DOC}
@@ -165,7 +179,8 @@ class DPLogisticRegression(BaseDPLinearClassifier):
 
     def __init__(self, epsilon=1.0, alpha="auto", perturbation="objective", fit_intercept=True,
                  data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
-                 random_state=None, classes=None, delta=0.0, multi_class="auto"):
+                 random_state=None, classes=None, delta=0.0, multi_class="auto",
+                 class_weight=None):
         self.epsilon = epsilon
         self.alpha = alpha
         self.perturbation = perturbation
@@ -178,6 +193,7 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         self.classes = classes
         self.delta = delta
         self.multi_class = multi_class
+        self.class_weight = class_weight
 
     def _make_loss(self, n_classes=2):
         if self.multi_class == "multinomial" or (self.multi_class == "auto" and n_classes > 2):

@@ -3,7 +3,7 @@
 import numpy as np
 
 from .._data._design import design_matrix, unscale_coef
-from .._data._validation import binary_targets
+from .._data._validation import binary_targets, refuse_fit_params
 from ..mechanisms._random import noise_source
 from ._base import BaseDPLinearClassifier
 from ._logistic import DPLogisticRegression
@@ -51,8 +51,17 @@ class _OutputOnlyClassifier(BaseDPLinearClassifier):
 
     _parameter_constraints = {
         key: value for key, value in BaseDPLinearClassifier._parameter_constraints.items()
-        if key not in ("perturbation", "n_jobs")
+        if key not in ("perturbation", "n_jobs", "class_weight")
     }
+
+    #: Why ``fit`` refuses ``sample_weight`` (a fixed text; subclasses refine it).
+    _no_weights_reason = (
+        "{name}.fit does not support sample_weight yet: the weighted objective of this "
+        "model has no certified solver in dpsk (the privacy argument of docs/privacy.rst, "
+        "\"Weights\", would carry over). Use DPLogisticRegression, DPHuberSVM, "
+        "DPRobustLogisticRegression or DPLinearSVC, which take sample_weight and "
+        "class_weight. Nothing was spent."
+    )
 
     def __init__(self, epsilon=1.0, alpha="auto", fit_intercept=True, data_norm=1.0, tol=1e-10,
                  accountant=None, random_state=None, classes=None, delta=0.0):
@@ -66,6 +75,19 @@ class _OutputOnlyClassifier(BaseDPLinearClassifier):
         self.classes = classes
         self.delta = delta
 
+    def fit(self, X, y, **fit_params):
+        """Fit the private model and charge ``epsilon`` to the accountant.
+
+        ``**fit_params`` takes only ``sample_weight=None``: weights are refused
+        (``TypeError``, nothing spent; the reason is in the message), and
+        ``fit`` keeps ``sample_weight`` out of its signature so scikit-learn
+        treats the model as one without weights. See
+        :meth:`BaseDPLinearClassifier.fit` for the rest.
+        """
+        refuse_fit_params(self, fit_params,
+                          self._no_weights_reason.format(name=type(self).__name__))
+        return super().fit(X, y)
+
     def _release_one(self, Z, t, n_features, epsilon, delta, alpha, rng, n_problems):
         raise NotImplementedError
 
@@ -77,14 +99,17 @@ class _OutputOnlyClassifier(BaseDPLinearClassifier):
         raise NotImplementedError
 
     def _release(self, data, *, epsilon, delta):
-        X, y, classes = data
+        X, y, classes, weights = data  # None unless the subclass takes weights
         Z = design_matrix(X, self.data_norm, self.fit_intercept)
         targets = binary_targets(y, classes)
         loss, loss_at = self._constants(Z.shape[0], X.shape[1])
         alpha = self._resolve_alpha(*Z.shape, loss, len(classes), epsilon, delta, loss_at)
         children = noise_source(self.random_state).spawn(len(targets))
+        # Only a subclass whose fit takes weights gets them (DPRobustLogisticRegression).
+        weighted = {} if weights is None else {"sample_weight": weights}
         W = np.vstack([
-            self._release_one(Z, t, X.shape[1], epsilon, delta, alpha, child, len(targets))
+            self._release_one(Z, t, X.shape[1], epsilon, delta, alpha, child, len(targets),
+                              **weighted)
             for t, child in zip(targets, children)
         ])
         coef, intercept = unscale_coef(W, self.data_norm, self.fit_intercept)

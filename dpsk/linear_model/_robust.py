@@ -4,7 +4,7 @@ import math
 from numbers import Real
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, Options
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data._design import INTERCEPT_SCALE, clip_rows
@@ -15,6 +15,7 @@ from ..mechanisms._beyond_erm import (
     private_robust_erm,
     private_robust_linf_erm,
 )
+from ._base import BaseDPLinearClassifier
 from ._logistic import _SHARED_ATTRS_DOC
 from ._output_only import _OUTPUT_ONLY_PARAMS_DOC, _OutputOnlyClassifier
 
@@ -147,7 +148,9 @@ class DPRobustLogisticRegression(_OutputOnlyClassifier):
     {{-1, +1}}; ``n_samples`` public. The solved objective replaces ``||w||``
     by ``sqrt(||w||^2 + s^2)``, ``s = 0.01`` on the rescaled weights (smooth,
     and the guarantee is about exactly that objective); it moves each margin
-    by at most ``r s``.
+    by at most ``r s``. Weighted fits (``sample_weight`` in [0, 1],
+    ``class_weight``) keep the guarantee and the noise: a weighted row's
+    gradient keeps the bound the sensitivity uses (docs/privacy.rst, "Weights").
 
     Parameters
     ----------
@@ -165,6 +168,11 @@ class DPRobustLogisticRegression(_OutputOnlyClassifier):
         ``sign(w)`` (``dpsk.mechanisms._beyond_erm.robust_linf_sensitivity``).
         ``||w||_1`` is smoothed coordinatewise with ``s / k`` so that a margin
         still moves by at most ``r s``.
+    class_weight : dict or None, default=None
+        ``{{class: weight > 0}}``, normalised so the largest is 1 (missing
+        classes get 1 first), multiplying ``sample_weight``; as in
+        :class:`DPLogisticRegression`. ``"balanced"`` is refused (it reads the
+        class counts, which are private).
 
     Attributes
     ----------{_SHARED_ATTRS_DOC}
@@ -191,13 +199,15 @@ class DPRobustLogisticRegression(_OutputOnlyClassifier):
         **_OutputOnlyClassifier._parameter_constraints,
         "radius": [Interval(Real, 0, np.inf, closed="left")],
         "norm": [Options(object, {2, "inf"})],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(self, radius=0.1, epsilon=1.0, alpha="auto", fit_intercept=True, data_norm=1.0,
                  tol=1e-10, accountant=None, random_state=None, classes=None, delta=0.0,
-                 norm=2):
+                 norm=2, class_weight=None):
         self.radius = radius
         self.norm = norm
+        self.class_weight = class_weight
         super().__init__(epsilon=epsilon, alpha=alpha, fit_intercept=fit_intercept,
                          data_norm=data_norm, tol=tol, accountant=accountant,
                          random_state=random_state, classes=classes, delta=delta)
@@ -212,10 +222,23 @@ class DPRobustLogisticRegression(_OutputOnlyClassifier):
             return RobustLinfConstants(self._scaled_radius(), n_features), None
         return RobustLogisticConstants(self._scaled_radius()), None
 
-    def _release_one(self, Z, t, n_features, epsilon, delta, alpha, rng, n_problems):
+    def fit(self, X, y, sample_weight=None):
+        """Fit the private model and charge ``epsilon`` to the accountant.
+
+        ``sample_weight``: row weights in [0, 1] (times the normalised
+        ``class_weight``); the objective still divides by ``n_samples``, so
+        the noise is that of the unweighted fit (docs/privacy.rst, "Weights").
+        Bad weights are refused before anything is spent. See
+        :meth:`DPLogisticRegression.fit` for the rest.
+        """
+        return BaseDPLinearClassifier.fit(self, X, y, sample_weight)
+
+    def _release_one(self, Z, t, n_features, epsilon, delta, alpha, rng, n_problems,
+                     sample_weight=None):
         release = private_robust_linf_erm if _check_norm(self.norm) == "inf" else private_robust_erm
         return release(Z, t, self._scaled_radius(), n_features, epsilon, alpha,
-                       rng, tol=self.tol, delta=delta, n_problems=n_problems)
+                       rng, tol=self.tol, delta=delta, n_problems=n_problems,
+                       sample_weight=sample_weight)
 
     def robust_score(self, X, y):
         """:func:`robust_accuracy` at this model's own ``radius`` and ``norm``."""

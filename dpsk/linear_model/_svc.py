@@ -1,6 +1,9 @@
 """Differentially private linear SVM with the exact hinge loss (output perturbation)."""
 
+from sklearn.utils._param_validation import StrOptions
+
 from ..mechanisms._beyond_erm import HingeConstants, private_hinge_erm
+from ._base import BaseDPLinearClassifier
 from ._logistic import _SHARED_ATTRS_DOC
 from ._output_only import _OUTPUT_ONLY_PARAMS_DOC, _OutputOnlyClassifier
 
@@ -15,7 +18,12 @@ _SVC_PARAMS_DOC = _OUTPUT_ONLY_PARAMS_DOC.replace(
         Gradient norm the solver certifies; the noise covers ``tol / alpha``.""",
     """    tol : float, default=1e-10
         Duality gap the solver certifies (in the units of the objective); the
-        noise covers the distance ``sqrt(2 tol / alpha)`` it implies.""")
+        noise covers the distance ``sqrt(2 tol / alpha)`` it implies.""") + """
+    class_weight : dict or None, default=None
+        ``{class: weight > 0}``, normalised so the largest is 1 (missing
+        classes get 1 first), multiplying ``sample_weight``; as in
+        ``DPLogisticRegression``. ``"balanced"`` is refused (it reads the
+        class counts, which are private)."""
 
 
 class DPLinearSVC(_OutputOnlyClassifier):
@@ -39,6 +47,8 @@ class DPLinearSVC(_OutputOnlyClassifier):
     gives ``||w - w*|| <= sqrt(2 g / alpha)``) and the release-grid rounding.
     Conditions, all enforced: rows clipped to ``data_norm``; labels mapped to
     {{-1, +1}}; ``n_samples`` public; the gap target ``tol`` fixed before the data.
+    Weighted fits (``sample_weight`` in [0, 1], ``class_weight``) keep the
+    guarantee and the noise (docs/privacy.rst, "Weights").
 
     Parameters
     ----------
@@ -72,6 +82,29 @@ class DPLinearSVC(_OutputOnlyClassifier):
     (1.0, 0.0)
     """
 
+    _parameter_constraints = {
+        **_OutputOnlyClassifier._parameter_constraints,
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+
+    def __init__(self, epsilon=1.0, alpha="auto", fit_intercept=True, data_norm=1.0, tol=1e-10,
+                 accountant=None, random_state=None, classes=None, delta=0.0,
+                 class_weight=None):
+        super().__init__(epsilon=epsilon, alpha=alpha, fit_intercept=fit_intercept,
+                         data_norm=data_norm, tol=tol, accountant=accountant,
+                         random_state=random_state, classes=classes, delta=delta)
+        self.class_weight = class_weight
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the private SVM and charge ``epsilon`` to the accountant.
+
+        ``sample_weight``: row weights in [0, 1] (times the normalised
+        ``class_weight``); the objective still divides by ``n_samples``, so
+        the noise is that of the unweighted fit (docs/privacy.rst, "Weights").
+        Bad weights are refused before anything is spent.
+        """
+        return BaseDPLinearClassifier.fit(self, X, y, sample_weight)
+
     def _constants(self, n, n_features):
         return HingeConstants(), None
 
@@ -83,9 +116,10 @@ class DPLinearSVC(_OutputOnlyClassifier):
             alpha = max(alpha, HINGE_AUTO_ALPHA_FLOOR)
         return alpha
 
-    def _release_one(self, Z, t, n_features, epsilon, delta, alpha, rng, n_problems):
+    def _release_one(self, Z, t, n_features, epsilon, delta, alpha, rng, n_problems,
+                     sample_weight=None):
         return private_hinge_erm(Z, t, epsilon, alpha, rng, gap=self.tol, delta=delta,
-                                 n_problems=n_problems)
+                                 n_problems=n_problems, sample_weight=sample_weight)
 
     @property
     def predict_proba(self):

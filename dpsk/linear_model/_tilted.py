@@ -87,6 +87,13 @@ class DPTiltedLogisticRegression(_OutputOnlyClassifier):
             return TiltedLogisticConstants(float(self.tilt), n, float(alpha))
         return loss_at(1.0), loss_at
 
+    _no_weights_reason = (
+        "{name}.fit does not support sample_weight: the tilted risk is a log of a sum of "
+        "exponentials, not a sum of per-row losses, so the per-row argument that lets "
+        "weights in [0, 1] keep the unweighted noise (docs/privacy.rst, \"Weights\") does "
+        "not apply, and no weighted sensitivity bound has been derived. Nothing was spent."
+    )
+
     def _release_one(self, Z, t, n_features, epsilon, delta, alpha, rng, n_problems):
         return private_tilted_erm(Z, t, self.tilt, epsilon, alpha, rng, tol=self.tol,
                                   delta=delta, n_problems=n_problems)

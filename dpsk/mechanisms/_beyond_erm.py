@@ -72,7 +72,7 @@ class RobustLogisticConstants:
 
 
 def private_robust_erm(Z, y, radius, n_perturbed, epsilon, alpha, rng, tol=1e-10, delta=0.0,
-                       n_problems=1):
+                       n_problems=1, sample_weight=None):
     """Release one robust logistic model; the ``n_problems`` releases are ``(epsilon, delta)``-DP.
 
     Guarantee: releasing the ``n_problems`` one-vs-rest models about the same
@@ -95,6 +95,10 @@ def private_robust_erm(Z, y, radius, n_perturbed, epsilon, alpha, rng, tol=1e-10
         intercept column last).
     epsilon, alpha, rng, tol, delta, n_problems
         As in :func:`dpsk.mechanisms._erm.private_erm`.
+    sample_weight : ndarray of shape (n,) or None
+        Row weights in [0, 1], part of each row; the objective still divides
+        by ``n``. One row's weighted gradient ``s l' (y x - r u)`` keeps norm
+        ``<= 1 + r``, so ``Delta`` is unchanged (docs/privacy.rst, "Weights").
 
     Returns
     -------
@@ -102,7 +106,8 @@ def private_robust_erm(Z, y, radius, n_perturbed, epsilon, alpha, rng, tol=1e-10
         Nothing else leaves: solver diagnostics stay private.
     """
     def solve(solver_tol):
-        return minimize_robust_logistic(Z, y, alpha, radius, n_perturbed, tol=solver_tol).w
+        return minimize_robust_logistic(Z, y, alpha, radius, n_perturbed, tol=solver_tol,
+                                        sample_weight=sample_weight).w
 
     return _output_release(RobustLogisticConstants(float(radius)), Z.shape, solve, epsilon,
                            alpha, rng, tol, delta, n_problems)
@@ -227,7 +232,8 @@ def hinge_solver_distance(gap, alpha):
     return math.sqrt(2.0 * float(gap) / float(alpha))
 
 
-def private_hinge_erm(Z, y, epsilon, alpha, rng, gap=1e-10, delta=0.0, n_problems=1):
+def private_hinge_erm(Z, y, epsilon, alpha, rng, gap=1e-10, delta=0.0, n_problems=1,
+                      sample_weight=None):
     """Release one linear SVM (hinge loss); the ``n_problems`` releases are ``(epsilon, delta)``-DP.
 
     Guarantee: as :func:`private_robust_erm`, with ``Delta = 2 / (n alpha) + 2
@@ -253,6 +259,11 @@ def private_hinge_erm(Z, y, epsilon, alpha, rng, gap=1e-10, delta=0.0, n_problem
     it to its floor, never lower it. In the plan's units the solver tolerance
     is ``tol = alpha sqrt(2 gap / alpha)`` (its distance is ``tol / alpha``).
 
+    Weights (``sample_weight``, one in [0, 1] per row, part of the row): ``F1
+    - F2 = (s_i f_i - s'_i f'_i) / n`` with ``s f`` still 1-Lipschitz, so
+    ``Delta`` is unchanged (docs/privacy.rst, "Weights"); the duality gap of
+    the weighted objective bounds the solver's distance the same way.
+
     Returns
     -------
     w : ndarray of shape (d,)
@@ -261,7 +272,8 @@ def private_hinge_erm(Z, y, epsilon, alpha, rng, gap=1e-10, delta=0.0, n_problem
 
     def solve(solver_tol):
         # The plan's tol back into a gap: tol / alpha = sqrt(2 g / alpha).
-        return minimize_hinge(Z, y, alpha, gap=solver_tol * solver_tol / (2.0 * alpha)).w
+        return minimize_hinge(Z, y, alpha, gap=solver_tol * solver_tol / (2.0 * alpha),
+                              sample_weight=sample_weight).w
 
     tol = alpha * hinge_solver_distance(gap, alpha)
     return _output_release(HingeConstants(), Z.shape, solve, epsilon, alpha, rng, tol, delta,
@@ -315,7 +327,7 @@ class RobustLinfConstants:
 
 
 def private_robust_linf_erm(Z, y, radius, n_perturbed, epsilon, alpha, rng, tol=1e-10,
-                            delta=0.0, n_problems=1):
+                            delta=0.0, n_problems=1, sample_weight=None):
     """Release one L-infinity robust logistic model; the releases are ``(epsilon, delta)``-DP.
 
     Guarantee: as :func:`private_robust_erm`, with ``Delta =``
@@ -323,14 +335,17 @@ def private_robust_linf_erm(Z, y, radius, n_perturbed, epsilon, alpha, rng, tol=
     objective ``(1/n) sum_i l(y_i w.z_i - r N_1(w)) + (alpha/2) ||w||^2``
     (``N_1`` the smoothed L1 norm of the ``n_perturbed`` leading coordinates,
     ``dpsk._optimize._robust_solver._RobustLinfObjective``). Conditions: rows
-    of ``Z`` of norm <= 1, ``y`` in {-1, +1}, ``n`` public.
+    of ``Z`` of norm <= 1, ``y`` in {-1, +1}, ``n`` public. ``sample_weight``
+    as in :func:`private_robust_erm`: a weighted row's gradient keeps the
+    unweighted bound, so ``Delta`` is unchanged.
 
     Returns
     -------
     w : ndarray of shape (d,)
     """
     def solve(solver_tol):
-        return minimize_robust_logistic_linf(Z, y, alpha, radius, n_perturbed, tol=solver_tol).w
+        return minimize_robust_logistic_linf(Z, y, alpha, radius, n_perturbed, tol=solver_tol,
+                                             sample_weight=sample_weight).w
 
     constants = RobustLinfConstants(float(radius), int(n_perturbed))
     return _output_release(constants, Z.shape, solve, epsilon, alpha, rng, tol, delta, n_problems)

@@ -69,7 +69,7 @@ def algorithm2_slack():
 
 
 def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=0.0,
-                n_problems=1):
+                n_problems=1, sample_weight=None):
     """Fit one private L2-regularised linear model on rows of norm <= 1.
 
     ``epsilon`` and ``delta`` are the budget of the whole release of
@@ -123,6 +123,16 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
     The noise is drawn in ``R^(K d)`` with the Frobenius norm, and the solver
     is ``dpsk._optimize._multinomial_solver``, certified like the binary one.
 
+    Weighted rows (``sample_weight``). The objective becomes ``(1/n) sum_i
+    s_i l(y_i w.z_i) + (alpha/2) ||w||^2`` with the public ``n`` (never
+    ``sum s_i``) and each ``s_i`` in [0, 1] part of row ``i`` (a neighbour
+    replaces ``(z, y, s)`` together). Every mechanism above keeps its
+    calibration: a weighted row's loss ``s l`` is still convex with ``|s l'|
+    <= lipschitz`` and ``0 <= s l'' <= curvature``, its Hessian term keeps
+    rank <= ``hessian_rank``, and those constants are all the proofs use
+    (derivation in docs/privacy.rst, "Weights"). The noise plan does not read
+    the weights.
+
     Every release is added on a grid (``add_on_grid``): a plain floating-point
     sum would round to values whose low bits depend on the minimiser (Mironov,
     2012).
@@ -149,6 +159,9 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
         Delta of the whole release, in [0, 1).
     n_problems : int, default=1
         Number of models released together about the same rows.
+    sample_weight : ndarray of shape (n,) or None, default=None
+        Row weights in [0, 1] (see above); None is the unweighted fit. Only
+        with a stored design (dense or CSR).
 
     Returns
     -------
@@ -162,7 +175,7 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
     # machine otherwise (dpsk._data._threads).
     with silenced(), single_threaded_blas():
         return _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta,
-                            n_problems)
+                            n_problems, sample_weight)
 
 
 @dataclass(frozen=True)
@@ -241,8 +254,10 @@ def _draw(plan, size, rng):
     return gaussian_noise(size, plan.sigma, rng)
 
 
-def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_problems):
+def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_problems,
+                 sample_weight=None):
     n, d = Z.shape
+    sample_weight = _row_weights(sample_weight, n)
     if loss.n_outputs == 1 and loss.lipschitz > 1:
         raise ValueError("The privacy guarantees need a margin loss with |l'| <= 1.")
     if perturbation not in ("objective", "output", "gradient"):
@@ -253,26 +268,45 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
         if delta == 0:
             raise ValueError("perturbation='gradient' needs delta > 0 (Gaussian noise).")
         return noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng,
-                                      n_problems=n_problems)
+                                      n_problems=n_problems, sample_weight=sample_weight)
     # The noise lives in the space of all released weights: K x d for the softmax.
     shape = (d,) if loss.n_outputs == 1 else (loss.n_outputs, d)
     size = math.prod(shape)
     plan = _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems)
     if perturbation == "output":
-        w = _output_minimizer(loss, Z, y, alpha, plan.tol)
+        w = _output_minimizer(loss, Z, y, alpha, plan.tol, sample_weight)
         return add_on_grid(w.ravel(), _draw(plan, size, rng), plan.grid).reshape(shape)
 
     b = _draw(plan, size, rng)
     # The correctly rounded floats of the exact draw (docs/privacy.rst, "Exact noise").
     linear = np.asarray(b, dtype=float).reshape(shape) / n
-    w = _minimize(loss, Z, y, plan.strong_convexity, plan.tol, linear=linear)
+    w = _minimize(loss, Z, y, plan.strong_convexity, plan.tol, linear=linear,
+                  sample_weight=sample_weight)
     return add_on_grid(w.ravel(), gamma_norm_noise(size, plan.residual_beta, rng),
                        plan.grid).reshape(shape)
 
 
-def _output_minimizer(loss, Z, y, alpha, tol):
+def _output_minimizer(loss, Z, y, alpha, tol, sample_weight=None):
     """Output perturbation's solve, shared with ``dpsk.utility``'s Monte Carlo when active."""
+    if sample_weight is not None:  # the shared store is keyed on unweighted problems
+        return _minimize(loss, Z, y, alpha, tol, sample_weight=sample_weight)
     return shared_solution((loss, Z, y, alpha, tol), lambda: _minimize(loss, Z, y, alpha, tol))
+
+
+def _row_weights(sample_weight, n):
+    """``sample_weight`` as floats in [0, 1] of length ``n``, or None for none or all ones.
+
+    The estimators refuse other weights for free before anything is spent;
+    this check guards the mechanism's own condition.
+    """
+    if sample_weight is None:
+        return None
+    weights = np.asarray(sample_weight, dtype=float)
+    if weights.shape != (n,) or not np.all((weights >= 0.0) & (weights <= 1.0)):
+        raise ValueError("sample_weight must hold one weight in [0, 1] per row.")
+    # All ones is the unweighted objective exactly: take the unweighted path, so
+    # the bits are those of an unweighted fit (the law is the same either way).
+    return None if np.all(weights == 1.0) else weights
 
 
 def _noise_law(loss, n, d, epsilon, alpha, perturbation, tol=1e-10, delta=0.0):
@@ -320,11 +354,13 @@ def _jacobian_exponent(loss):
     return loss.hessian_rank
 
 
-def _minimize(loss, Z, y, lam, tol, linear=None):
+def _minimize(loss, Z, y, lam, tol, linear=None, sample_weight=None):
     """The certified solver for ``loss``: a point within ``tol / lam`` of the minimiser."""
     if loss.n_outputs == 1:
-        return minimize_regularized_loss(loss, Z, y, lam, linear=linear, tol=tol).w
-    return minimize_multinomial_loss(Z, y, loss.n_classes, lam, linear=linear, tol=tol).w
+        return minimize_regularized_loss(loss, Z, y, lam, linear=linear, tol=tol,
+                                         sample_weight=sample_weight).w
+    return minimize_multinomial_loss(Z, y, loss.n_classes, lam, linear=linear, tol=tol,
+                                     sample_weight=sample_weight).w
 
 
 def _tolerance_floor(loss, d, lam, linear_norm_bound=0.0):

@@ -209,7 +209,8 @@ def _steps_minimising_bound(contraction, start_distance, noise_per_step):
     return int(steps[int(np.argmin(bound))])
 
 
-def noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng, *, n_problems=1):
+def noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng, *, n_problems=1,
+                           sample_weight=None):
     """Fit one L2-regularised linear model by noisy full-batch gradient descent.
 
     Guarantee: the ``n_problems`` models released about the same rows (one per
@@ -261,6 +262,11 @@ def noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng, *, n_problems
         Used only for this release's noise.
     n_problems : int, default=1
         Number of models released about the same rows.
+    sample_weight : ndarray of shape (n,) or None, default=None
+        Row weights in [0, 1], part of each row: ``grad_t`` becomes ``Z^T (y *
+        s * l'(...)) / n``, still divided by ``n``. A row's term keeps norm <=
+        ``lipschitz``, so the step sensitivity and the schedule are unchanged
+        (docs/privacy.rst, "Weights"). Stored designs only (dense or CSR).
 
     Returns
     -------
@@ -270,17 +276,20 @@ def noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng, *, n_problems
         depend on the data.
     """
     with silenced():
-        return _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems)
+        return _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems,
+                    sample_weight=sample_weight)
 
 
-def _mean_gradient(loss, Z, y, w):
+def _mean_gradient(loss, Z, y, w, sample_weight=None):
     """The average loss gradient; chunked and Dask designs sum their own blocks."""
     if hasattr(Z, "mean_gradient"):
+        if sample_weight is not None:
+            raise ValueError("sample_weight needs a stored design (dense or CSR).")
         return Z.mean_gradient(loss, y, w)
-    return loss.mean_gradient(Z, y, w)
+    return loss.mean_gradient(Z, y, w, sample_weight)
 
 
-def _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems, record=None):
+def _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems, record=None, sample_weight=None):
     """The loop; ``record``, a list in tests only, receives ``(w_t, g_t)`` pairs."""
     n, d = Z.shape
     shape = (d,) if loss.n_outputs == 1 else (loss.n_outputs, d)
@@ -290,7 +299,7 @@ def _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems, record=None):
         y = np.asarray(y, dtype=float) if loss.n_outputs == 1 else np.asarray(y, dtype=np.intp)
     w = np.zeros(shape)
     for _ in range(schedule.n_steps):
-        released = add_on_grid(_mean_gradient(loss, Z, y, w).ravel(),
+        released = add_on_grid(_mean_gradient(loss, Z, y, w, sample_weight).ravel(),
                                gaussian_noise(size, schedule.sigma, rng),
                                schedule.grid).reshape(shape)
         if record is not None:

@@ -441,10 +441,11 @@ def repeat_and_select(plan, make_candidate, train, validation, noise):
         ``make_candidate(i, j)`` returns a fresh, unfitted estimator for
         candidate ``i`` (run ``j`` may seed a reproducible test run).
     train, validation : (X, y) pairs
-        A public split.
+        A public split. ``train`` may carry a third item, keyword arguments of
+        every ``fit`` (the training rows' weights, split with the rows).
     noise : NoiseSource
     """
-    X_train, y_train = train
+    X_train, y_train, *fit_params = train
     X_val, y_val = validation
     m = len(plan.score_epsilons)
     n_runs = truncated_negative_binomial(plan.eta, plan.gamma, noise)
@@ -456,7 +457,7 @@ def repeat_and_select(plan, make_candidate, train, validation, noise):
             i = noise.randbelow(m)
             estimator = make_candidate(i, j)
             with silenced():
-                estimator.fit(X_train, y_train)
+                estimator.fit(X_train, y_train, **(fit_params[0] if fit_params else {}))
                 correct = int(np.sum(estimator.predict(X_val) == y_val))
             score = correct + discrete_laplace(plan.score_epsilons[i], noise)
             if best is None or score > best_score:

@@ -17,10 +17,17 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing, get_tags, indexable
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _num_features, check_array, check_is_fitted, column_or_1d
+from sklearn.utils.validation import (
+    _num_features,
+    check_array,
+    check_is_fitted,
+    column_or_1d,
+    has_fit_parameter,
+)
 
 from .._data._validation import (
     check_not_datetime,
+    check_sample_weight,
     refuse_fit_params,
     resolve_classes,
     values_withheld,
@@ -235,7 +242,26 @@ def _derived_seed(random_state, *key):
     return int(np.random.SeedSequence([int(random_state), *key]).generate_state(1)[0])
 
 
-def _fit_and_count(candidate, X_train, y_train, X_hold, y_hold):
+def _checked_weights(estimator, sample_weight, n):
+    """``sample_weight`` checked (free) for a search whose final step must take it."""
+    if sample_weight is None:
+        return None
+    _, final = _private_final_step(estimator)
+    if not has_fit_parameter(final, "sample_weight"):
+        raise TypeError(f"DPGridSearch got sample_weight, but {type(final).__name__}.fit takes "
+                        "no weights. Nothing was spent.")
+    return check_sample_weight(sample_weight, n)
+
+
+def _weights_for(estimator, weights, rows=None):
+    """``fit`` keywords giving the private step of ``estimator`` the weights of ``rows``."""
+    if weights is None:
+        return {}
+    prefix, _ = _private_final_step(estimator)
+    return {prefix + "sample_weight": weights if rows is None else weights[rows]}
+
+
+def _fit_and_count(candidate, X_train, y_train, X_hold, y_hold, fit_params=None):
     """Fit one candidate on its own part and count its mistakes on the held-out part.
 
     Silenced here too: in a joblib worker process the parent's filters do not
@@ -243,7 +269,7 @@ def _fit_and_count(candidate, X_train, y_train, X_hold, y_hold):
     depend on the rows of the part.
     """
     with silenced():
-        candidate.fit(X_train, y_train)
+        candidate.fit(X_train, y_train, **(fit_params or {}))
         mistakes = int(np.sum(candidate.predict(X_hold) != y_hold))
     return candidate, mistakes
 
@@ -280,7 +306,7 @@ def _for_run(prototype, random_state):
                                    prefix + "accountant": ScratchLedger()})
 
 
-def _best_of_runs(runs, prototypes, run_eps, X_train, y_train, X_val, y_val):
+def _best_of_runs(runs, prototypes, run_eps, X_train, y_train, X_val, y_val, fit_params=None):
     """Run a share of the random-stopping runs in run order; keep the first best one.
 
     Parameters
@@ -302,8 +328,10 @@ def _best_of_runs(runs, prototypes, run_eps, X_train, y_train, X_val, y_val):
     """
     best = None
     for j, i, fit_seed, score_seed in runs:
+        # Unweighted searches call it with five arguments, as before the weights.
         estimator, mistakes = _fit_and_count(_for_run(prototypes[i], fit_seed),
-                                             X_train, y_train, X_val, y_val)
+                                             X_train, y_train, X_val, y_val,
+                                             *([fit_params] if fit_params else []))
         DPGridSearch._check_spent(estimator, run_eps, 0.0)
         score = noisy_count(len(y_val) - mistakes, run_eps, noise_source(score_seed))
         if best is None or score > best[0]:
@@ -820,7 +848,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         self._spent_event = event if planned is None else planned
 
     # -- fit ------------------------------------------------------------------------
-    def fit(self, X, y, **fit_params):
+    def fit(self, X, y, sample_weight=None, **fit_params):
         """Run the private search and charge its cost to the accountant once.
 
         The budget is checked before any data is read, and spent once ``X`` and
@@ -830,9 +858,14 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights in [0, 1] for a final step that takes them
+            (docs/privacy.rst, "Weights"), split with the rows and passed to
+            every candidate's fit; the held-out scores count rows unweighted.
+            Refused for free when the final step takes no weights.
         **fit_params : dict
-            Only ``sample_weight=None``: weights are refused (``TypeError``,
-            nothing spent), as by every dpsk estimator.
+            None accepted: any other keyword is refused (``TypeError``, nothing
+            spent).
 
         Returns
         -------
@@ -871,20 +904,20 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                 UserWarning,
                 stacklevel=2,
             )
-        self._fit_with_budget(self._validate_input, self._release, X, y)
+        self._fit_with_budget(self._validate_input, self._release, X, y, sample_weight)
         self.privacy_event_ = self.__dict__.pop("_spent_event")
         return self
 
-    def _validate_input(self, X, y):
+    def _validate_input(self, X, y, sample_weight=None):
         """Domain checks, free: shapes, then each candidate's own checks; the classes.
 
         Muted: the checks fit clones of the earlier pipeline steps, and what they
         print or log could depend on the data.
         """
         with muted():
-            return self._validate_input_muted(X, y)
+            return self._validate_input_muted(X, y, sample_weight)
 
-    def _validate_input_muted(self, X, y):
+    def _validate_input_muted(self, X, y, sample_weight=None):
         candidates = self._candidate_params()
         check_not_datetime(X)
         X, y = values_withheld(_check_shapes, X, y)
@@ -910,7 +943,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             # Kept until the release (planning solves for the per-run epsilon).
             self._pending_plan = self._plan(n, classes, candidates, widths)
             self._planned_event = self._pending_plan.event
-        return X, y, classes, widths
+        return X, y, classes, widths, _checked_weights(self.estimator, sample_weight, n)
 
     def _plan(self, n, classes, candidates, widths):
         """The public plan of ``method="repeat"`` (sizes, budget and grid only)."""
@@ -931,7 +964,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         return plan_repeat([final for _, final in steps], n - n_val, len(classes), epsilon,
                            delta, n_features=widths, multipliers=self._multipliers())
 
-    def _release_repeat(self, X, y, classes, candidates, widths):
+    def _release_repeat(self, X, y, classes, candidates, widths, weights=None):
         """Papernot and Steinke's repeat-and-select (``_repeat.py``)."""
         seed = self.random_state
         plan = self.__dict__.pop("_pending_plan", None) or self._plan(
@@ -947,7 +980,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                                         epsilon=plan.run_epsilon)
 
         best, index, score = repeat_and_select(
-            plan, make, (_safe_indexing(X, train), y[train]), (X_val, y_val),
+            plan, make, (_safe_indexing(X, train), y[train],
+                         _weights_for(self.estimator, weights, train)), (X_val, y_val),
             noise_source(seed))
         self._check_spent(best, plan.run_epsilon, 1.0)
         fitted = self._fitted(best, concrete, index)
@@ -960,7 +994,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             return self._release_muted(data, epsilon=epsilon, delta=delta)
 
     def _release_muted(self, data, *, epsilon, delta):
-        X, y, classes, widths = data
+        X, y, classes, widths, weights = data
         candidates = self._candidate_params()
         m = len(candidates)
         seed = self.random_state
@@ -974,14 +1008,14 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         if m == 1:
             params = concrete(y.shape[0], epsilon)
             best = candidate(params[0], 0)
-            best.fit(X, y)
+            best.fit(X, y, **_weights_for(best, weights))
             self._check_spent(best, epsilon, delta)
             return self._fitted(best, params, 0)
         if self._method() == "random-stopping":
             return self._release_random_stopping(X, y, classes, candidates, epsilon, delta,
-                                                 widths)
+                                                 widths, weights)
         if self._method() == "repeat":
-            return self._release_repeat(X, y, classes, candidates, widths)
+            return self._release_repeat(X, y, classes, candidates, widths, weights)
 
         # The split is public randomness: its own generator, never the noise source.
         parts = _split_parts(y.shape[0], m + 1, public_rng(seed))
@@ -994,7 +1028,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         with _TimeProgress("DPGridSearch"):  # elapsed seconds only, when tqdm is installed
             results = _unwrap(Parallel(n_jobs=self.n_jobs)(
                 delayed(_quietly)(
-                    _fit_and_count, est, _safe_indexing(X, part), y[part], X_hold, y_hold
+                    _fit_and_count, est, _safe_indexing(X, part), y[part], X_hold, y_hold,
+                    *([] if weights is None else [_weights_for(est, weights, part)])
                 )
                 for est, part in zip(estimators, parts[:-1])
             ))
@@ -1009,13 +1044,14 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         if self.refit:
             params = concrete(y.shape[0], fit_eps)
             best = candidate(params[index], 2)
-            best.fit(X, y)
+            best.fit(X, y, **_weights_for(best, weights))
             self._check_spent(best, fit_eps, fit_delta)
         else:
             best = fitted[index]
         return self._fitted(best, params, index)
 
-    def _release_random_stopping(self, X, y, classes, candidates, epsilon, delta, widths):
+    def _release_random_stopping(self, X, y, classes, candidates, epsilon, delta, widths,
+                                 weights=None):
         """Liu and Talwar's random stopping; ``epsilon`` is the total charged."""
         seed = self.random_state
         m = len(candidates)
@@ -1046,7 +1082,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         with _TimeProgress("DPGridSearch"):
             results = _unwrap(Parallel(n_jobs=self.n_jobs)(
                 delayed(_quietly)(_best_of_runs, share, prototypes, run_eps,
-                                  X_train, y_train, X_val, y_val)
+                                  X_train, y_train, X_val, y_val,
+                                  _weights_for(self.estimator, weights, train))
                 for share in shares
             ))
         del shares
@@ -1059,7 +1096,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         if self.refit:
             concrete = self._concrete(candidates, y.shape[0], search_eps, classes, widths)
             best = self._make_candidate(concrete[index], _derived_seed(seed, 2), classes)
-            best.fit(X, y)
+            best.fit(X, y, **_weights_for(best, weights))
             self._check_spent(best, search_eps, delta)
         fitted = self._fitted(best, concrete, index)
         fitted["best_score_"] = best_score / len(val)

@@ -95,19 +95,37 @@ class PrivatePipeline(Pipeline):
         warnings.warn(_leak_message(names), LeakyPipelineWarning, stacklevel=3)
 
     def fit(self, X, y=None, **params):
-        """Check the steps (see the class docstring), then fit as a Pipeline."""
+        """Check the steps (see the class docstring), then fit as a Pipeline.
+
+        ``sample_weight=w`` goes to the private step (the last dpsk estimator),
+        as ``<its name>__sample_weight`` would; the weights are part of the rows
+        (docs/privacy.rst, "Weights").
+        """
         self._check_private()
-        return self._quietly(super().fit, X, y, params)
+        return self._quietly(super().fit, X, y, self._route_weights(params))
 
     def fit_transform(self, X, y=None, **params):
         """Check the steps (see the class docstring), then fit_transform as a Pipeline."""
         self._check_private()
-        return self._quietly(super().fit_transform, X, y, params)
+        return self._quietly(super().fit_transform, X, y, self._route_weights(params))
 
     def fit_predict(self, X, y=None, **params):
         """Check the steps (see the class docstring), then fit_predict as a Pipeline."""
         self._check_private()
-        return self._quietly(super().fit_predict, X, y, params)
+        return self._quietly(super().fit_predict, X, y, self._route_weights(params))
+
+    def _route_weights(self, params):
+        """``sample_weight`` renamed ``<private step>__sample_weight``; other params as given."""
+        if "sample_weight" not in params:
+            return params
+        params = dict(params)
+        weights = params.pop("sample_weight")
+        holders = [name for name, part in self.steps if _holds_private(part)]
+        if not holders:
+            raise TypeError("PrivatePipeline.fit got sample_weight but has no dpsk step "
+                            "to pass it to.")
+        params[f"{holders[-1]}__sample_weight"] = weights
+        return params
 
     def _quietly(self, fit, X, y, params):
         """Run ``fit``; replace a step's exception by one that quotes nothing.
