@@ -6,7 +6,8 @@ take weights in [0, 1] (tests/test_weights.py). DPTiltedLogisticRegression,
 whose objective is not a sum of per-row losses, refuses weights before
 anything is spent, with a message that says why, and keeps ``sample_weight``
 out of its signature so that scikit-learn treats it as an estimator without
-sample-weight support.
+sample-weight support. So do the private predictors (DPStabilityPredictor,
+DPPredictionEnsemble), whose arguments count rows, not weights.
 """
 
 import numpy as np
@@ -20,6 +21,8 @@ from sklearn.utils.validation import has_fit_parameter
 from dpsk import (
     BudgetAccountant,
     DPLogisticRegression,
+    DPPredictionEnsemble,
+    DPStabilityPredictor,
     DPTiltedLogisticRegression,
 )
 
@@ -27,10 +30,13 @@ from dpsk import (
 def _estimators(accountant):
     return [
         DPTiltedLogisticRegression(classes=[0, 1], accountant=accountant, random_state=0),
+        DPStabilityPredictor(classes=[0, 1], accountant=accountant, random_state=0),
+        DPPredictionEnsemble(DPLogisticRegression(classes=[0, 1]), classes=[0, 1],
+                             accountant=accountant, random_state=0),
     ]
 
 
-IDS = ["tilted"]
+IDS = ["tilted", "stability", "ensemble"]
 
 
 def _data(n=200, seed=0):
@@ -40,7 +46,7 @@ def _data(n=200, seed=0):
     return X, (X[:, 0] > 0).astype(int)
 
 
-@pytest.mark.parametrize("index", range(1), ids=IDS)
+@pytest.mark.parametrize("index", range(len(IDS)), ids=IDS)
 def test_sample_weight_is_refused_before_anything_is_spent(index):
     acc = BudgetAccountant()
     est = _estimators(acc)[index]
@@ -57,17 +63,18 @@ def test_sample_weight_is_refused_before_anything_is_spent(index):
     assert str(other.value) == str(info.value)
 
 
-@pytest.mark.parametrize("index", range(1), ids=IDS)
+@pytest.mark.parametrize("index", range(len(IDS)), ids=IDS)
 def test_sample_weight_none_is_an_ordinary_fit(index):
     acc = BudgetAccountant()
     est = _estimators(acc)[index]
     X, y = _data()
     est.fit(X, y, sample_weight=None)
+    # The predictors spend when they answer, the models when they fit.
+    assert est.predict(X[:5]).shape == (5,)
     assert acc.total()[0] > 0
-    assert est.predict(X).shape == y.shape
 
 
-@pytest.mark.parametrize("index", range(1), ids=IDS)
+@pytest.mark.parametrize("index", range(len(IDS)), ids=IDS)
 def test_unknown_fit_keyword_is_a_clear_type_error(index):
     acc = BudgetAccountant()
     est = _estimators(acc)[index]
@@ -77,7 +84,7 @@ def test_unknown_fit_keyword_is_a_clear_type_error(index):
     assert acc.total() == (0.0, 0.0)
 
 
-@pytest.mark.parametrize("index", range(1), ids=IDS)
+@pytest.mark.parametrize("index", range(len(IDS)), ids=IDS)
 def test_scikit_learn_sees_no_sample_weight_support(index):
     est = _estimators(BudgetAccountant())[index]
     # Meta-estimators (BaggingClassifier, AdaBoostClassifier, RANSAC, metadata

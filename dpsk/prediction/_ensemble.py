@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._data._validation import (
     check_not_datetime,
     finite_rows_advised,
+    refuse_fit_params,
     resolve_classes,
     values_withheld,
     warn_if_classes_undeclared,
@@ -35,6 +36,13 @@ from ._vote import (
 )
 
 __all__ = ["DPPredictionEnsemble", "TeachersInPickleWarning"]
+
+_WEIGHTS_REFUSED = (
+    "DPPredictionEnsemble.fit does not support sample_weight: its privacy argument "
+    "counts each teacher's vote once, whatever the weights of its rows, so weights "
+    "would not change the released labels as a user expects. Use DPLogisticRegression "
+    "with sample_weight in [0, 1] instead. Nothing was spent."
+)
 
 
 class TeachersInPickleWarning(UserWarning):
@@ -240,7 +248,7 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
             )
         return min(wanted, cap)
 
-    def fit(self, X, y):
+    def fit(self, X, y, **fit_params):
         """Train the teachers on disjoint random parts. Spends nothing.
 
         Nothing is released: the fitted attributes are functions of the
@@ -254,6 +262,10 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         y : array-like of shape (n_samples,)
             Labels, among the declared ``classes``.
 
+        **fit_params : dict
+            Only ``sample_weight=None``: weights are refused for free
+            (``TypeError``) with the reason.
+
         Returns
         -------
         self : object
@@ -265,6 +277,7 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
             For bad parameters and input outside the domain (non-finite
             features, wrong shapes, labels outside the declared ``classes``).
         """
+        refuse_fit_params(self, fit_params, reason=_WEIGHTS_REFUSED)
         validate_random_state(self.random_state)
         self._validate_params()
         warn_from_calling_pipeline(self)

@@ -21,6 +21,7 @@ from .._data._validation import (
     binary_targets,
     check_not_datetime,
     finite_rows_advised,
+    refuse_fit_params,
     resolve_classes,
     values_withheld,
     warn_if_classes_undeclared,
@@ -46,6 +47,13 @@ _U = 2.0**-53
 
 # Separates the per-row noise streams of a seeded predictor from every other stream.
 _STABILITY_TAG = 0x73746162  # "stab"
+
+_WEIGHTS_REFUSED = (
+    "DPStabilityPredictor.fit does not support sample_weight: its privacy argument "
+    "bounds how far one unweighted row moves the secret model, and no weighted "
+    "version is derived. Use DPLogisticRegression with sample_weight in [0, 1] "
+    "instead. Nothing was spent."
+)
 
 
 class ModelInPickleWarning(UserWarning):
@@ -232,7 +240,7 @@ class DPStabilityPredictor(PrivacyAccountingMixin, ClassifierMixin, BaseEstimato
         self.accountant = accountant
         self.random_state = random_state
 
-    def fit(self, X, y):
+    def fit(self, X, y, **fit_params):
         """Train the secret model on all rows. Spends nothing.
 
         Parameters
@@ -240,6 +248,10 @@ class DPStabilityPredictor(PrivacyAccountingMixin, ClassifierMixin, BaseEstimato
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Labels, among the two declared ``classes``.
+
+        **fit_params : dict
+            Only ``sample_weight=None``: weights are refused for free
+            (``TypeError``) with the reason.
 
         Returns
         -------
@@ -252,6 +264,7 @@ class DPStabilityPredictor(PrivacyAccountingMixin, ClassifierMixin, BaseEstimato
             features, wrong shapes, labels outside the declared ``classes``,
             more than two classes), before the data is used.
         """
+        refuse_fit_params(self, fit_params, reason=_WEIGHTS_REFUSED)
         validate_random_state(self.random_state)
         self._validate_params()
         warn_from_calling_pipeline(self)
