@@ -2,19 +2,25 @@
 
 Noisy gradient descent (``perturbation="gradient"``, ``dpsk.mechanisms._gradient``) reads
 the data only through the average loss gradient at each step, a sum over rows.
-With a Dask array ``X`` (and ``y``) each step sends the current weights to the
-workers, each worker returns the gradient sum of its blocks of rows
-(:func:`_block_gradient_sum`, the design rows built there from the raw block,
-``dpsk._data._design.design_block``), and the client adds the block sums in block
-order. The noise of the step is drawn on the client, once, from the fit's
+With a Dask array ``X`` (and ``y``) and a ``distributed.Client``, the first
+step of a problem persists ``(X, y)`` and starts on every worker one actor
+(:class:`_BlockGradients`) over the blocks of ``X`` that worker holds, the
+matching blocks of ``y`` and their clipping factors (computed there, once).
+Each step then calls every actor once, directly (no task graph, no
+scheduler), with the current weights; each returns the gradient sums of its
+blocks (:func:`dpsk._data._design.gradient_sum_by_chunks`, the design rows built
+there from the raw block in 2 MiB chunks), and the client adds the block sums
+in block order. Without a distributed client the same object runs in this
+process. The noise of the step is drawn on the client, once, from the fit's
 secure source, after the sum has arrived: no worker ever sees noise, a noise
 seed or the budget, and the spend is recorded by the estimator on the client
 (``dpsk._mixin``), before the first step, exactly as for an in-memory fit.
 
 The block sums are the ones of an in-memory chunked fit with the same row
-blocks (``dpsk._data._design.DesignRows(X, ..., block=chunk)``) and are added in the
-same order, so a Dask fit releases the same bits as that in-memory fit for the
-same noise draw (tested).
+blocks (``dpsk._data._design.DesignRows(X, ..., block=chunk)``, whose
+``mean_gradient`` uses the same kernel) and are added in the same order, so a
+Dask fit releases the same bits as that in-memory fit for the same noise draw
+(tested).
 
 Output and objective perturbation (binary and one-vs-rest models) run the
 certified solver (``dpsk._optimize._solver``) on a Dask design too: every pass it makes
@@ -356,7 +362,8 @@ class DaskDesignRows:
         """
         kept = getattr(self._local, "gradients", None)
         if kept is None or kept[0] is not y:
-            self._local.gradients = None  # release the previous problem's actors first
+            # Release the previous problem's actors before starting the next ones.
+            kept = self._local.gradients = None
             kept = self._local.gradients = (y, _GradientBlocks(self.X, y, self.data_norm,
                                                                self.fit_intercept))
         return sum_in_order(kept[1].gradient_sums(loss, w)) / self.shape[0]
