@@ -87,6 +87,19 @@ def test_dask_descent_without_a_distributed_client_runs_here_bit_for_bit(client)
     assert set(client.run(_counted_gradient_calls).values()) == {0}
 
 
+def test_dask_descent_with_an_empty_block(client):
+    # A filtered Dask array can have blocks of no rows: they add a zero sum.
+    X, y = _data(n=1500)
+    y = np.where(y == 2, 1.0, -1.0)
+    Xd, yd = _dask(X, y)
+    Xd, yd = Xd.rechunk(((500, 500, 0, 500), (6,))), yd.rechunk(((500, 500, 0, 500),))
+    args = (LogisticLoss(), 1.0, 1e-6, 0.1)
+    w_mem = noisy_gradient_descent(DesignRows(X, 1.5, True, block=CHUNK), y, *args,
+                                   noise_source(5))
+    w_dask = noisy_gradient_descent(DaskDesignRows(Xd, 1.5, True), yd, *args, noise_source(5))
+    np.testing.assert_array_equal(w_dask, w_mem)
+
+
 def test_gradient_blocks_on_several_threads_give_the_same_bits():
     # A worker with several threads computes its blocks concurrently; each block's
     # sum is one thread's work, so the list of sums is the same bits.
