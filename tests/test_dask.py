@@ -138,6 +138,21 @@ def _transitions(dask_scheduler):
     return dask_scheduler.transition_counter
 
 
+def _quiet_transitions(client):
+    """The scheduler's transition count once the earlier tests' releases are done."""
+    import gc
+    import time
+
+    gc.collect()
+    count = client.run_on_scheduler(_transitions)
+    for _ in range(50):
+        time.sleep(0.1)
+        count, previous = client.run_on_scheduler(_transitions), count
+        if count == previous:
+            break
+    return count
+
+
 def test_dask_descent_makes_one_call_per_worker_per_step_and_no_task(client):
     # The per-step cost was a task graph per step; now a step is one direct call to
     # each worker's actor, and the scheduler sees only the setup of the fit.
@@ -147,7 +162,7 @@ def test_dask_descent_makes_one_call_per_worker_per_step_and_no_task(client):
     Xd, yd = client.persist([Xd, yd])
     client.run(_count_gradient_calls)
     loss, record = LogisticLoss(), []
-    before = client.run_on_scheduler(_transitions)
+    before = _quiet_transitions(client)
     with silenced():
         _run(DaskDesignRows(Xd, 1.5, True), yd, loss, 1.0, 1e-6, 0.01, noise_source(0), 1,
              record=record)
@@ -157,9 +172,9 @@ def test_dask_descent_makes_one_call_per_worker_per_step_and_no_task(client):
     calls = client.run(_counted_gradient_calls)
     # Each worker holds blocks here, and its actor is called exactly once a step.
     assert sorted(calls.values()) == [steps, steps]
-    # The setup makes a handful of transitions (two actors: 6 here); a task per
+    # The setup makes a handful of transitions (two actors: 6 alone); a task per
     # block per step made several per block per step (thousands here).
-    assert transitions < 100
+    assert transitions < 2 * steps
 
 
 @pytest.mark.parametrize("model", [

@@ -233,6 +233,7 @@ class _BlockGradients:
             return list(pool.map(lambda i: self._block_sum(i, loss, w), range(len(self._xs))))
 
     def __del__(self):
+        # The actor is dropped at the end of its problem: stop its threads too.
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.shutdown(wait=False)
@@ -272,7 +273,6 @@ class _GradientBlocks:
             self._actors = False
             return
         self._actors = True
-        self._client = client
         # The futures of the persisted blocks: keep them for the fit.
         X, y = client.persist([X, y])
         self._arrays = (X, y)
@@ -285,8 +285,7 @@ class _GradientBlocks:
 
         wait(xs + ys)
         holders = client.who_has(xs)
-        threads = {address: info.get("nthreads", 1)
-                   for address, info in client.scheduler_info(n_workers=-1)["workers"].items()}
+        threads = client.nthreads()
         by_worker = {}
         for index, future in enumerate(xs):
             by_worker.setdefault(sorted(holders[future.key])[0], []).append(index)
