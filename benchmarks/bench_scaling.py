@@ -124,6 +124,8 @@ MODE_CHUNK = 100_000
 CHUNKED_WORKING_MEMORY = 64
 #: Largest n at which scikit-learn's LogisticRegression is timed for the ratio.
 SKLEARN_MAX_N = 2_000_000
+#: Modes that fit on a Dask LocalCluster (2 workers x 1 thread).
+DASK_MODES = ("dask", "dask-threads")
 
 
 def _load_note(loads, info):
@@ -182,7 +184,7 @@ def _current_rss_mb():
     return float("nan")
 
 
-def worker_mode(n, d, seed, mode, perturbation, alpha):
+def worker_mode(n, d, seed, mode, perturbation, alpha, with_sklearn=True):
     """One (n, mode) point in a fresh process: generate float32 data, fit once, measure."""
     import warnings
 
@@ -191,10 +193,12 @@ def worker_mode(n, d, seed, mode, perturbation, alpha):
     from dpsk import BudgetAccountant, DPLogisticRegression
 
     client = cluster = None
-    if mode == "dask":
+    if mode in DASK_MODES:
         from distributed import Client, LocalCluster
 
-        cluster = LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
+        # "dask": two worker processes; "dask-threads": two workers in this process
+        # (no pickling of w and of the sums, one GIL).
+        cluster = LocalCluster(processes=mode == "dask", n_workers=2, threads_per_worker=1,
                                dashboard_address=None, memory_limit=0)
         client = Client(cluster)
         X, y = _dask_data(client, n, d, seed)
@@ -222,7 +226,7 @@ def worker_mode(n, d, seed, mode, perturbation, alpha):
         row["worker_peak_rss_mb"] = max(client.run(_peak_rss_mb).values())
         client.close()
         cluster.close()
-    elif n <= SKLEARN_MAX_N:
+    elif n <= SKLEARN_MAX_N and with_sklearn:
         from sklearn.linear_model import LogisticRegression
 
         with warnings.catch_warnings():
@@ -251,13 +255,16 @@ def run_modes(args):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(C.REPO_ROOT), env.get("PYTHONPATH")]))
     rows, loads, started = [], [info["loadavg_1m"]], time.time()
     for n in sizes:
-        for mode in args.modes:
+        # With --pairs k the modes alternate k times (memory, dask, memory, dask, ...),
+        # so each Dask time has an in-memory time taken next to it on the same load.
+        for pair, mode in [(p, m) for p in range(args.pairs) for m in args.modes]:
             if time.time() - started > args.budget_s:
                 print(f"  n={n:,d} {mode}: skipped, time budget of {args.budget_s}s used up")
                 continue
             wcmd = [sys.executable, "-m", "benchmarks.bench_scaling", "--worker-mode", mode,
                     "--sizes", str(n), "--d", str(args.d), "--seed", str(args.seed),
-                    "--perturbation", args.perturbation, "--alpha", str(args.alpha)]
+                    "--perturbation", args.perturbation, "--alpha", str(args.alpha)] + (
+                        ["--no-sklearn"] if pair > 0 else [])
             t0 = time.time()
             res = subprocess.run(wcmd, capture_output=True, text=True, env=env, cwd=C.REPO_ROOT)
             if res.returncode != 0:
@@ -266,8 +273,10 @@ def run_modes(args):
                 continue
             row = json.loads(res.stdout.strip().splitlines()[-1])
             row["us_per_row"] = row["fit_s"] / n * 1e6
+            row["pair"] = pair
             rows.append(row)
             loads.append(C.machine_info()["loadavg_1m"])
+            row["load_1m"] = loads[-1]
             print(f"  n={n:>10,d} {mode:8s}: fit {row['fit_s']:.2f}s, peak RSS "
                   f"{row['peak_rss_mb']:.0f} MB (fit extra {row['fit_extra_rss_mb']:.0f} MB), "
                   f"data {row['data_mb']:.0f} MB"
@@ -275,24 +284,59 @@ def run_modes(args):
                      if "worker_peak_rss_mb" in row else "")
                   + (f", x{row['ratio_to_sklearn']:.2f} sklearn" if "ratio_to_sklearn" in row
                      else "") + f" [{time.time() - t0:.0f}s]", flush=True)
-    cols = ["n", "mode", "fit_s", "us_per_row", "data_mb", "rss_before_fit_mb", "peak_rss_mb",
-            "fit_extra_rss_mb", "worker_peak_rss_mb", "sklearn_s", "ratio_to_sklearn"]
+    _paired_ratios(rows)
+    cols = ["n", "mode", "pair", "fit_s", "us_per_row", "ratio_to_memory", "ratio_to_chunked",
+            "data_mb", "rss_before_fit_mb", "peak_rss_mb", "fit_extra_rss_mb",
+            "worker_peak_rss_mb", "sklearn_s", "ratio_to_sklearn", "load_1m"]
     print()
     print(C.format_table([{c: r.get(c, float("nan")) for c in cols} for r in rows], cols,
                          floatfmt="{:.2f}"))
     note = _load_note(loads, info)
     print(note)
+    summary = _ratio_summary(rows)
+    for line in summary:
+        print(line)
     comments = [f"command: {cmd}", f"machine: {C.machine_line(info)}",
                 f"DPLogisticRegression(epsilon=1, alpha={args.alpha}, "
                 f"perturbation={args.perturbation}, fit_intercept=True), float32 X, "
                 f"BLAS threads {args.threads} (dpsk's fit: 1), chunked = working_memory "
                 f"{CHUNKED_WORKING_MEMORY} MiB, dask = LocalCluster(2 processes x 1 thread), "
+                f"dask-threads = LocalCluster(processes=False, 2 workers x 1 thread), "
                 f"data persisted on the workers; sklearn = LogisticRegression(C=1/(n alpha))",
+                "ratio_to_memory / ratio_to_chunked: fit_s over the memory / chunked fit of "
+                "the same n and pair (modes alternate within a pair, each in a fresh process)",
                 "peak_rss_mb: the process's peak RSS during the fit (VmHWM reset before it); "
                 "fit_extra_rss_mb = peak_rss_mb - RSS before the fit; worker_peak_rss_mb: the "
-                "largest Dask worker's peak during the fit (holds its share of X)", note]
+                "largest Dask worker's peak during the fit (holds its share of X)", note,
+                *summary]
     print(f"wrote {C.write_csv(f'scaling_modes_{args.perturbation}', rows, cols, comments)}")
     return 0
+
+
+def _paired_ratios(rows):
+    """Add ``ratio_to_memory`` / ``ratio_to_chunked``: time over the same pair's reference."""
+    for reference in ("memory", "chunked"):
+        times = {(r["n"], r["pair"]): r["fit_s"] for r in rows if r["mode"] == reference}
+        for r in rows:
+            if r["mode"] != reference and (r["n"], r["pair"]) in times:
+                r[f"ratio_to_{reference}"] = r["fit_s"] / times[(r["n"], r["pair"])]
+
+
+def _ratio_summary(rows):
+    """One line per (n, mode): the median of its paired ratios."""
+    import numpy as np
+
+    lines = []
+    for n in sorted({r["n"] for r in rows}):
+        for mode in sorted({r["mode"] for r in rows if r["n"] == n}):
+            for reference in ("memory", "chunked"):
+                ratios = [r[f"ratio_to_{reference}"] for r in rows
+                          if r["n"] == n and r["mode"] == mode and f"ratio_to_{reference}" in r]
+                if ratios:
+                    lines.append(f"n={n}: {mode} / {reference}: median {np.median(ratios):.2f} "
+                                 f"over {len(ratios)} pairs (" + ", ".join(
+                                     f"{x:.2f}" for x in ratios) + ")")
+    return lines
 
 
 def main(argv=None):
@@ -308,9 +352,13 @@ def main(argv=None):
     parser.add_argument("--no-tracemalloc", action="store_true",
                         help="skip the extra fit under tracemalloc")
     parser.add_argument("--no-plot", action="store_true")
-    parser.add_argument("--modes", nargs="+", choices=("memory", "chunked", "dask"),
+    parser.add_argument("--modes", nargs="+",
+                        choices=("memory", "chunked") + DASK_MODES,
                         default=None, help="float32 data; in-memory vs chunked design vs Dask "
-                        "LocalCluster (Dask: binary models, any perturbation)")
+                        "LocalCluster (Dask: binary models, any perturbation; dask-threads: "
+                        "workers in the fitting process)")
+    parser.add_argument("--pairs", type=int, default=1, help="--modes only: run the modes "
+                        "this many times, alternating, and report paired ratios to memory")
     parser.add_argument("--alpha", type=float, default=1e-2, help="--modes only")
     parser.add_argument("--threads", default="default", help="--modes only: BLAS threads of "
                         "the processes ('default' or an int); dpsk's fit always uses 1")
@@ -318,13 +366,14 @@ def main(argv=None):
                         help="--modes only: start no new point after this many seconds")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker-mode", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--no-sklearn", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.argv = list(argv or [])
     C.set_quick(args.quick)  # --quick writes to results/quick/, never over committed results
     repeats = args.repeats or (1 if args.quick else 3)
     if args.worker_mode:
         worker_mode(args.sizes[0], args.d, args.seed, args.worker_mode, args.perturbation,
-                    args.alpha)
+                    args.alpha, with_sklearn=not args.no_sklearn)
         return 0
     if args.modes:
         return run_modes(args)

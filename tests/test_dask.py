@@ -12,11 +12,12 @@ da = pytest.importorskip("dask.array")
 from sklearn import config_context  # noqa: E402
 
 from dpsk import BudgetAccountant, DPHuberSVM, DPLogisticRegression  # noqa: E402
-from dpsk._data._dask import DaskDesignRows  # noqa: E402
-from dpsk._data._design import DesignRows  # noqa: E402
+from dpsk._data._dask import DaskDesignRows, _BlockGradients  # noqa: E402
+from dpsk._data._design import DesignRows, gradient_chunk_rows  # noqa: E402
 from dpsk._optimize._losses import HuberLoss, LogisticLoss, MultinomialLoss  # noqa: E402
+from dpsk._silence import silenced  # noqa: E402
 from dpsk.mechanisms._erm import private_erm  # noqa: E402
-from dpsk.mechanisms._gradient import noisy_gradient_descent  # noqa: E402
+from dpsk.mechanisms._gradient import _run, noisy_gd_schedule, noisy_gradient_descent  # noqa: E402
 from dpsk.mechanisms._random import noise_source  # noqa: E402
 
 CHUNK = 500
@@ -53,6 +54,127 @@ def test_dask_descent_is_the_chunked_descent_bit_for_bit(client, loss):
     w_dask = noisy_gradient_descent(DaskDesignRows(Xd, 1.5, True), yd, *args, noise_source(11))
     # Same blocks, same block sums, added in the same order, same noise: same bits.
     np.testing.assert_array_equal(w_dask, w_mem)
+
+
+def test_dask_descent_in_chunks_is_the_chunked_descent_bit_for_bit(client):
+    # 256 design columns: 1024 rows per 2 MiB chunk, so each block of 1300 rows is
+    # summed in two chunks, on the worker and in DesignRows alike.
+    X, y = _data(n=2600, d=255)
+    y = np.where(y == 2, 1.0, -1.0)
+    Xd, yd = da.from_array(X, chunks=(1300, 255)), da.from_array(y, chunks=1300)
+    assert gradient_chunk_rows(256) == 1024
+    args = (LogisticLoss(), 1.0, 1e-6, 0.1)
+    w_mem = noisy_gradient_descent(DesignRows(X, 1.5, True, block=1300), y, *args,
+                                   noise_source(3))
+    w_dask = noisy_gradient_descent(DaskDesignRows(Xd, 1.5, True), yd, *args, noise_source(3))
+    np.testing.assert_array_equal(w_dask, w_mem)
+
+
+def test_dask_descent_without_a_distributed_client_runs_here_bit_for_bit(client):
+    import dask
+
+    X, y = _data()
+    y = np.where(y == 2, 1.0, -1.0)
+    Xd, yd = _dask(X, y)
+    args = (LogisticLoss(), 1.0, 1e-6, 0.1)
+    w_mem = noisy_gradient_descent(DesignRows(X, 1.5, True, block=CHUNK), y, *args,
+                                   noise_source(4))
+    client.run(_count_gradient_calls)
+    with dask.config.set(scheduler="threads"):
+        w_dask = noisy_gradient_descent(DaskDesignRows(Xd, 1.5, True), yd, *args,
+                                        noise_source(4))
+    np.testing.assert_array_equal(w_dask, w_mem)
+    assert set(client.run(_counted_gradient_calls).values()) == {0}
+
+
+def test_dask_descent_with_an_empty_block(client):
+    # A filtered Dask array can have blocks of no rows: they add a zero sum.
+    X, y = _data(n=1500)
+    y = np.where(y == 2, 1.0, -1.0)
+    Xd, yd = _dask(X, y)
+    Xd, yd = Xd.rechunk(((500, 500, 0, 500), (6,))), yd.rechunk(((500, 500, 0, 500),))
+    args = (LogisticLoss(), 1.0, 1e-6, 0.1)
+    w_mem = noisy_gradient_descent(DesignRows(X, 1.5, True, block=CHUNK), y, *args,
+                                   noise_source(5))
+    w_dask = noisy_gradient_descent(DaskDesignRows(Xd, 1.5, True), yd, *args, noise_source(5))
+    np.testing.assert_array_equal(w_dask, w_mem)
+
+
+def test_gradient_blocks_on_several_threads_give_the_same_bits():
+    # A worker with several threads computes its blocks concurrently; each block's
+    # sum is one thread's work, so the list of sums is the same bits.
+    X, y = _data(n=2000)
+    y = np.where(y == 2, 1.0, -1.0)
+    xs, ys = np.split(X, 4), np.split(y, 4)
+    w = np.linspace(-1.0, 1.0, X.shape[1] + 1)
+    one = _BlockGradients(xs, ys, 1.5, True).gradient_sums(LogisticLoss(), w)
+    two = _BlockGradients(xs, ys, 1.5, True, threads=2).gradient_sums(LogisticLoss(), w)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+
+
+def _count_gradient_calls():
+    """On a worker: count the calls of the gradient actors made in that process."""
+    from dpsk._data import _dask
+
+    cls = _dask._BlockGradients
+    original = cls.__dict__.get("_dpsk_original", cls.gradient_sums)
+    cls._dpsk_original, _dask._dpsk_test_calls = original, [0]
+
+    def counted(self, *args):
+        _dask._dpsk_test_calls[0] += 1
+        return original(self, *args)
+
+    cls.gradient_sums = counted
+
+
+def _counted_gradient_calls():
+    from dpsk._data import _dask
+
+    return _dask._dpsk_test_calls[0]
+
+
+def _transitions(dask_scheduler):
+    return dask_scheduler.transition_counter
+
+
+def _quiet_transitions(client):
+    """The scheduler's transition count once the earlier tests' releases are done."""
+    import gc
+    import time
+
+    gc.collect()
+    count = client.run_on_scheduler(_transitions)
+    for _ in range(50):
+        time.sleep(0.1)
+        count, previous = client.run_on_scheduler(_transitions), count
+        if count == previous:
+            break
+    return count
+
+
+def test_dask_descent_makes_one_call_per_worker_per_step_and_no_task(client):
+    # The per-step cost was a task graph per step; now a step is one direct call to
+    # each worker's actor, and the scheduler sees only the setup of the fit.
+    X, y = _data(n=6000)
+    y = np.where(y == 2, 1.0, -1.0)
+    Xd, yd = _dask(X, y)  # 12 blocks
+    Xd, yd = client.persist([Xd, yd])
+    client.run(_count_gradient_calls)
+    loss, record = LogisticLoss(), []
+    before = _quiet_transitions(client)
+    with silenced():
+        _run(DaskDesignRows(Xd, 1.5, True), yd, loss, 1.0, 1e-6, 0.01, noise_source(0), 1,
+             record=record)
+    transitions = client.run_on_scheduler(_transitions) - before
+    steps = noisy_gd_schedule(6000, 7, 0.01, loss, 1.0, 1e-6).n_steps
+    assert len(record) == steps > 50
+    calls = client.run(_counted_gradient_calls)
+    # Each worker holds blocks here, and its actor is called exactly once a step.
+    assert sorted(calls.values()) == [steps, steps]
+    # The setup makes a handful of transitions (two actors: 6 alone); a task per
+    # block per step made several per block per step (thousands here).
+    assert transitions < 2 * steps
 
 
 @pytest.mark.parametrize("model", [
