@@ -26,7 +26,8 @@ from scipy.optimize import minimize_scalar
 from ._erm import _noise_plan
 from ._gradient import noisy_gd_schedule
 
-__all__ = ["auto_alpha", "excess_risk_bound", "resolve_alpha", "PRIOR_NORM", "ALPHA_RANGE"]
+__all__ = ["auto_alpha", "excess_risk_bound", "resolve_alpha", "PRIOR_NORM", "PRIOR_EXPONENT",
+           "ALPHA_RANGE"]
 
 #: The prior guess of the comparator's size, per mechanism: ``||w0||^2 =
 #: PRIOR_NORM[perturbation]^2 * size`` on rows of norm <= 1, ``size`` the
@@ -39,6 +40,9 @@ __all__ = ["auto_alpha", "excess_risk_bound", "resolve_alpha", "PRIOR_NORM", "AL
 #: which are held out. Noisy gradient descent, whose noise term has output
 #: perturbation's form, shares its constant.
 PRIOR_NORM = {"objective": 2.0, "output": 0.5, "gradient": 0.5}
+
+#: The growth of the prior with the width: ``||w0||^2 = PRIOR_NORM^2 * size^p``.
+PRIOR_EXPONENT = {"objective": 1.0, "output": 1.0, "gradient": 1.0}
 
 #: The interval searched, in ``alpha``; the bound is minimised over its logarithm.
 ALPHA_RANGE = (1e-9, 1e2)
@@ -56,7 +60,7 @@ def resolve_alpha(alpha, **public):
 
 
 def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, tol=1e-10,
-               loss_at=None, prior_norm=None):
+               loss_at=None, prior_norm=None, prior_exponent=None):
     """The ``alpha`` that minimises :func:`excess_risk_bound` for one release.
 
     A plain function of public quantities: the number of rows ``n``, the
@@ -89,6 +93,8 @@ def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, to
         ``alpha`` (tilted ERM); None uses ``loss`` at every ``alpha``.
     prior_norm : float or None, default=None
         None: ``PRIOR_NORM[perturbation]``.
+    prior_exponent : float or None, default=None
+        None: ``PRIOR_EXPONENT[perturbation]``.
 
     Returns
     -------
@@ -102,11 +108,14 @@ def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, to
                          f"got {perturbation!r}.")
     if prior_norm is None:
         prior_norm = PRIOR_NORM[perturbation]
+    if prior_exponent is None:
+        prior_exponent = PRIOR_EXPONENT[perturbation]
 
     def bound(log_alpha):
         return excess_risk_bound(
             math.exp(log_alpha), n, d, epsilon, delta, loss=loss, perturbation=perturbation,
-            n_problems=n_problems, tol=tol, loss_at=loss_at, prior_norm=prior_norm)
+            n_problems=n_problems, tol=tol, loss_at=loss_at, prior_norm=prior_norm,
+            prior_exponent=prior_exponent)
 
     lo, hi = (math.log(a) for a in ALPHA_RANGE)
     grid = np.linspace(lo, hi, _GRID_POINTS)
@@ -122,7 +131,7 @@ def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, to
 
 
 def excess_risk_bound(alpha, n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1,
-                      tol=1e-10, loss_at=None, prior_norm=None):
+                      tol=1e-10, loss_at=None, prior_norm=None, prior_exponent=None):
     """A bound on the expected excess risk of one release at ``alpha``.
 
     With ``Lambda`` the L2 strength of the solved objective ``J`` (``alpha``
@@ -159,6 +168,8 @@ def excess_risk_bound(alpha, n, d, epsilon, delta=0.0, *, loss, perturbation, n_
     """
     if prior_norm is None:
         prior_norm = PRIOR_NORM[perturbation]
+    if prior_exponent is None:
+        prior_exponent = PRIOR_EXPONENT[perturbation]
     loss_alpha = loss if loss_at is None else loss_at(alpha)
     size = d * loss_alpha.n_outputs
     curvature_trace = float(loss_alpha.curvature) * getattr(loss_alpha, "hessian_rank", 1)
@@ -182,7 +193,7 @@ def excess_risk_bound(alpha, n, d, epsilon, delta=0.0, *, loss, perturbation, n_
         noise += 0.5 * (curvature_trace / size + strength) * residual_moment
     else:
         noise = 0.5 * (curvature_trace / size + strength) * second_moment
-    return noise + 0.5 * strength * prior_norm**2 * size
+    return noise + 0.5 * strength * prior_norm**2 * size**prior_exponent
 
 
 def _gradient_error(loss, n, size, alpha, epsilon, delta, n_problems):
