@@ -1,8 +1,11 @@
-"""``alpha="auto"`` against the oracle alpha: calibration on generated data, check on real data.
+"""``alpha="auto"`` against the oracle alpha: calibration on generated data, check on held-out data.
 
 Usage::
 
     python -m benchmarks alpha-rule [--quick] [--seed N] [--draws R] [--folds F] [--n-jobs J]
+                                    [--groups generated|held-out|large|multiclass ...]
+                                    [--datasets NAME ...] [--mechanisms M ...]
+                                    [--only-missing | --rule-only] [--calibrate-stored]
                                     [--large] [--no-plot]
 
 For every (data set, mechanism, epsilon) cell the private model is fitted at
@@ -13,28 +16,38 @@ error (chosen on the test set: optimistic and not private); the rule is
 judged against it with the tolerance of issue 25, ``max(0.005, 2 SE)``, SE
 the standard error of the oracle's mean.
 
-Two groups of data sets, kept apart:
+Groups of data sets, kept apart:
 
-* **generated** (calibration): binary families that vary ``n`` (1e3 to 1e5),
-  ``d`` (5 to 500), separation, class balance and sparsity
-  (:data:`FAMILIES`); a fresh test set of 20,000 rows each. The prior
-  ``dpsk.mechanisms._alpha.PRIOR_NORM`` is chosen on these alone:
-  :func:`calibrate` re-evaluates the rule at candidate priors from the stored
-  error curves (log-linear interpolation between grid points, no refit) and
-  reports the mean regret of each.
+* **generated** (calibration): sixteen binary families (:data:`FAMILIES`)
+  that vary ``n`` (1e3 to 3e5), ``d`` (5 to 500), separation, class balance
+  (5% to 50%), sparsity, correlated (low-rank plus noise) and heavy-tailed
+  features, irrelevant features and the rows' typical norm; a fresh test set
+  of 20,000 rows each. The prior constants of ``dpsk.mechanisms._alpha`` are
+  chosen on these alone: :func:`calibrate` re-evaluates the rule at
+  candidate priors from the stored error curves (log-linear interpolation
+  between grid points, no refit), and :func:`cross_validate_families` checks
+  that a choice transfers from some families to another.
 * **held out** (check, never used to choose a constant): Adult (the paper's
-  preprocessing), scikit-learn's bundled breast cancer and digits (< 5 vs >=
-  5), stratified 5-fold CV, the first ``F`` folds.
+  preprocessing), scikit-learn's bundled breast cancer, digits (< 5 vs >= 5)
+  and wine (cultivar 1 vs the rest), and the three generated families of
+  ``python -m benchmarks defaults`` (``bench_defaults.make_family``);
+  stratified 5-fold CV, the first ``F`` folds.
+* **multiclass** (check): two generated families with 3 and 10 classes,
+  multinomial and one-vs-rest models.
+* **large**: one generated family at ``n = 1e6`` (objective perturbation).
 
 Mechanisms: objective and output perturbation, pure (``delta = 0``) and
-Gaussian (``delta = 1e-6``), all with ``fit_intercept=True`` and
-``data_norm=1`` (rows are scaled to norm <= 1 by public bounds). ``--large``
-adds one generated check at ``n = 1e6`` (objective, pure and Gaussian).
+Gaussian (``delta = 1e-6``), and noisy gradient descent (``delta = 1e-6``;
+epsilon 0.1 and 1 only, at most two draws, generated families of at most
+:data:`GRADIENT_MAX_ROWS` rows), all with ``fit_intercept=True`` and
+``data_norm=1``.
 
-Writes ``alpha_rule.csv`` (every cell and alpha), ``alpha_rule_summary.csv``
-(rule vs oracle per cell), ``alpha_rule_calibration.csv`` (mean regret per
-candidate prior) and ``alpha_rule.png`` (rule against oracle), which is also
-copied to ``docs/_static/`` for the docs page ``docs/choosing_alpha.rst``.
+Writes ``alpha_rule_<group>.csv`` (every cell and alpha),
+``alpha_rule_summary_<group>.csv`` (rule vs oracle per cell),
+``alpha_rule_calibration.csv`` (every candidate prior) and
+``alpha_rule_calibration_transfer.csv`` (leave one family out), and
+``alpha_rule.png`` (rule against oracle), also copied to ``docs/_static/``
+for the docs page ``docs/choosing_alpha.rst``.
 """
 
 import argparse
@@ -53,9 +66,10 @@ LOG10_ALPHAS = tuple(np.arange(-6.0, 0.01, 0.5))
 MECHANISMS = (("objective", 0.0), ("objective", 1e-6), ("output", 0.0), ("output", 1e-6),
               ("gradient", 1e-6))
 #: Noisy gradient descent is slow at small alpha (many steps): fewer epsilons, at most
-#: two draws, and only on data sets of at most :data:`GRADIENT_MAX_ROWS` training rows.
+#: two draws, and only on generated families of at most :data:`GRADIENT_MAX_ROWS` rows
+#: (every held-out set, the largest of 40,000 training rows, gets it).
 GRADIENT_EPSILONS = (0.1, 1.0)
-GRADIENT_MAX_ROWS = 100_000
+GRADIENT_MAX_ROWS = 30_000
 TEST_ROWS = 20_000
 
 #: Generated binary families: (name, n, d, separation, share of class 1, density[, extras]).
@@ -96,8 +110,10 @@ MULTICLASS_EPSILONS = (0.5, 2.0)
 #: (``bench_defaults.make_family``), on which the defaults are judged.
 HELD_OUT = ("adult", "breast_cancer", "digits", "wine", "dense-small", "sparse-wide",
             "imbalanced")
-PRIOR_CANDIDATES = tuple(float(v) for v in np.round(np.logspace(-1.0, 1.5, 21), 3))
-PRIOR_EXPONENTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: Candidate priors: a grid of eighth-decades, plus the constants of the first rule.
+PRIOR_CANDIDATES = tuple(sorted({float(v) for v in np.round(np.logspace(-1.0, 1.5, 21), 3)}
+                                | {0.5, 2.0}))
+PRIOR_EXPONENTS = (0.25, 0.5, 0.75, 1.0)
 
 
 # ------------------------------------------------------------------------ data
@@ -276,15 +292,8 @@ def summarise(rows):
     return out
 
 
-def calibrate(rows, candidates=PRIOR_CANDIDATES, exponents=PRIOR_EXPONENTS, group="generated"):
-    """Cells within tolerance, mean and worst regret of the rule at each candidate prior.
-
-    ``group`` cells only (the calibration uses the generated ones). For every
-    mechanism and every pair (``prior_norm`` r, ``prior_exponent`` p) of the
-    candidates, the rule is re-evaluated at ``||w0||^2 = r^2 size^p``; its
-    error is interpolated linearly in ``log10 alpha`` between the grid points
-    of the stored curve (constant beyond its ends), so no model is refitted.
-    """
+def _candidate_table(rows, candidates, exponents, group):
+    """``{(mechanism, p, r): {cell: (within, regret)}}`` on the stored ``group`` curves."""
     from dpsk._optimize._losses import LogisticLoss
     from dpsk.mechanisms._alpha import auto_alpha
 
@@ -294,28 +303,75 @@ def calibrate(rows, candidates=PRIOR_CANDIDATES, exponents=PRIOR_EXPONENTS, grou
             continue
         key = (r["dataset"], r["perturbation"], r["delta"], r["epsilon"], r["n_train"], r["d"])
         curves.setdefault(key, []).append((math.log10(r["alpha"]), r["error"], r["se"]))
-    out = []
-    for mechanism in sorted({key[1] for key in curves}):
+    table = {}
+    for key, curve in curves.items():
+        _, perturbation, delta, epsilon, n, d = key
+        curve.sort()
+        xs, errs, ses = zip(*curve)
+        best = int(np.argmin(errs))
+        tolerance = max(0.005, 2.0 * ses[best])
         for exponent in exponents:
             for prior in candidates:
-                regrets, within = [], 0
-                for (_, perturbation, delta, epsilon, n, d), curve in curves.items():
-                    if perturbation != mechanism:
-                        continue
-                    curve.sort()
-                    xs, errs, ses = zip(*curve)
-                    alpha = auto_alpha(n, d + 1, epsilon, delta, loss=LogisticLoss(),
-                                       perturbation=perturbation, prior_norm=prior,
-                                       prior_exponent=exponent)
-                    error = float(np.interp(math.log10(alpha), xs, errs))
-                    best = int(np.argmin(errs))
-                    regrets.append(error - errs[best])
-                    within += error <= errs[best] + max(0.005, 2.0 * ses[best])
-                out.append({"perturbation": mechanism, "prior_exponent": exponent,
-                            "prior_norm": prior,
-                            "mean_regret": round(float(np.mean(regrets)), 5),
-                            "max_regret": round(float(np.max(regrets)), 5), "within": within,
-                            "cells": len(regrets)})
+                alpha = auto_alpha(n, d + 1, epsilon, delta, loss=LogisticLoss(),
+                                   perturbation=perturbation, prior_norm=prior,
+                                   prior_exponent=exponent)
+                error = float(np.interp(math.log10(alpha), xs, errs))
+                table.setdefault((perturbation, exponent, prior), {})[key] = (
+                    error <= errs[best] + tolerance, error - errs[best])
+    return table
+
+
+def calibrate(rows, candidates=PRIOR_CANDIDATES, exponents=PRIOR_EXPONENTS, group="generated"):
+    """Cells within tolerance, mean and worst regret of the rule at each candidate prior.
+
+    ``group`` cells only (the calibration uses the generated ones). For every
+    mechanism and every pair (``prior_norm`` r, ``prior_exponent`` p) of the
+    candidates, the rule is re-evaluated at ``||w0||^2 = r^2 size^p``; its
+    error is interpolated linearly in ``log10 alpha`` between the grid points
+    of the stored curve (constant beyond its ends), so no model is refitted.
+    """
+    table = _candidate_table(rows, candidates, exponents, group)
+    out = []
+    for (mechanism, exponent, prior), cells in sorted(table.items()):
+        within = [w for w, _ in cells.values()]
+        regrets = [g for _, g in cells.values()]
+        out.append({"perturbation": mechanism, "prior_exponent": exponent, "prior_norm": prior,
+                    "mean_regret": round(float(np.mean(regrets)), 5),
+                    "max_regret": round(float(np.max(regrets)), 5), "within": sum(within),
+                    "cells": len(regrets)})
+    return out
+
+
+def cross_validate_families(rows, candidates=PRIOR_CANDIDATES, exponents=PRIOR_EXPONENTS,
+                            group="generated"):
+    """Leave one family out: does a choice of (p, r) made on the others transfer to it?
+
+    For every mechanism, each family in turn is left out; (p, r) is chosen on
+    the other families (most cells within tolerance, then the smallest worst
+    regret), with ``p`` free or fixed at 1, and scored on the left-out family.
+    A shape that wins on the calibration families but loses here is fitting
+    them, not generalising.
+    """
+    table = _candidate_table(rows, candidates, exponents, group)
+    out = []
+    for mechanism in sorted({k[0] for k in table}):
+        combos = [k for k in table if k[0] == mechanism]
+        families = sorted({cell[0] for cell in table[combos[0]]})
+        for label, allowed in (("p free", combos), ("p = 1", [k for k in combos if k[1] == 1.0])):
+            within, cells, chosen = 0, 0, set()
+            for family in families:
+                def score(combo, keep):
+                    picked = [v for cell, v in table[combo].items() if keep(cell[0])]
+                    return sum(w for w, _ in picked), -max(g for _, g in picked)
+
+                best = max(allowed, key=lambda c: score(c, lambda f: f != family))
+                chosen.add(best[1:])
+                left_out = [v for cell, v in table[best].items() if cell[0] == family]
+                within += sum(w for w, _ in left_out)
+                cells += len(left_out)
+            out.append({"perturbation": mechanism, "exponent": label,
+                        "left_out_within": within, "cells": cells,
+                        "choices": " ".join(f"p={p:g},r={r:g}" for p, r in sorted(chosen))})
     return out
 
 
@@ -471,7 +527,6 @@ def _tasks(args, families, held, draws):
             elif n_train <= GRADIENT_MAX_ROWS:
                 yield p, dl, GRADIENT_EPSILONS, min(draws, 2)
 
-    held_rows = {"adult": 36_177, "imbalanced": 40_000}
     tasks = []
     if "generated" in args.groups:
         tasks += [("generated", f[0], p, dl, e, r, 1, args.seed)
@@ -481,7 +536,7 @@ def _tasks(args, families, held, draws):
                   for dl in (0.0, 1e-6) for e in (0.1, 1.0)]
     if "held-out" in args.groups:
         tasks += [("held-out", h, p, dl, e, r, args.folds, args.seed)
-                  for h in held for p, dl, eps, r in mechanisms(held_rows.get(h, 0)) for e in eps]
+                  for h in held for p, dl, eps, r in mechanisms(0) for e in eps]
     if "multiclass" in args.groups:
         tasks += [("multiclass", f[0], f"{p}-{mode}", dl, e, draws, 1, args.seed)
                   for f in MULTICLASS for p, dl, mode in MULTICLASS_MECHANISMS
@@ -524,6 +579,9 @@ def main(argv=None):
                              "with the stored dpsk default errors")
     parser.add_argument("--plot-stored", action="store_true",
                         help="only redraw alpha_rule.png from the stored summary CSVs")
+    parser.add_argument("--calibrate-stored", action="store_true",
+                        help="only recompute alpha_rule_calibration*.csv from the stored "
+                             "generated curves (candidates and leave-one-family-out)")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
     C.set_quick(args.quick)
@@ -536,6 +594,8 @@ def main(argv=None):
     if args.plot_stored:
         _publish_plot(_stored_summaries())
         return 0
+    if args.calibrate_stored:
+        return _calibrate_stored()
     suffix = "" if len(args.groups) == 2 else "_" + args.groups[0].replace("-", "_")
     tasks = _tasks(args, families, held, draws)
     kept = []
@@ -555,7 +615,10 @@ def main(argv=None):
     rows = kept + [r for cell in C.run_tasks(_cell, tasks, n_jobs=args.n_jobs, desc="cells")
                    for r in cell]
     summary = summarise(rows)
-    calibration = calibrate(rows) if "generated" in args.groups else []
+    # The calibration re-evaluates the rule at every candidate on every stored curve
+    # (minutes): not on partial runs that add a few cells.
+    partial = args.datasets or args.mechanisms
+    calibration = calibrate(rows) if "generated" in args.groups and not partial else []
     protocol = (f"protocol: DPLogisticRegression, fit_intercept=True, data_norm=1, grid "
                 f"10^-6..10^0 by half decades + alpha='auto'; {draws} draws (gradient: at "
                 f"most 2, epsilons {GRADIENT_EPSILONS}, n <= {GRADIENT_MAX_ROWS}); generated: "
@@ -575,6 +638,25 @@ def main(argv=None):
     print(counts(summary))
     if not args.no_plot:
         _publish_plot(summary if len(args.groups) == 2 else _stored_summaries())
+    return 0
+
+
+def _calibrate_stored():
+    """Both calibration tables from the stored generated curves, written and printed."""
+    rows = _stored_rows("alpha_rule_generated")
+    head = [f"command: {C.command_line()}", f"machine: {C.machine_line()}",
+            "generated cells only; error at the rule's alpha interpolated in log alpha "
+            "between the stored grid points (alpha_rule_generated.csv)"]
+    calibration = calibrate(rows)
+    C.write_csv("alpha_rule_calibration", calibration, comment_lines=head)
+    transfer = cross_validate_families(rows)
+    C.write_csv("alpha_rule_calibration_transfer", transfer, comment_lines=head + [
+        "leave one generated family out: (p, r) chosen on the others, scored on it"])
+    for mechanism in sorted({c["perturbation"] for c in calibration}):
+        best = sorted((c for c in calibration if c["perturbation"] == mechanism),
+                      key=lambda c: (-c["within"], c["max_regret"]))[:8]
+        print(C.format_table(best, list(best[0])))
+    print(C.format_table(transfer, list(transfer[0])))
     return 0
 
 
