@@ -1,8 +1,11 @@
-"""``alpha="auto"`` against the oracle alpha: calibration on generated data, check on real data.
+"""``alpha="auto"`` against the oracle alpha: calibration on generated data, check on held-out data.
 
 Usage::
 
     python -m benchmarks alpha-rule [--quick] [--seed N] [--draws R] [--folds F] [--n-jobs J]
+                                    [--groups generated|held-out|large|multiclass ...]
+                                    [--datasets NAME ...] [--mechanisms M ...]
+                                    [--only-missing | --rule-only] [--calibrate-stored]
                                     [--large] [--no-plot]
 
 For every (data set, mechanism, epsilon) cell the private model is fitted at
@@ -13,28 +16,38 @@ error (chosen on the test set: optimistic and not private); the rule is
 judged against it with the tolerance of issue 25, ``max(0.005, 2 SE)``, SE
 the standard error of the oracle's mean.
 
-Two groups of data sets, kept apart:
+Groups of data sets, kept apart:
 
-* **generated** (calibration): binary families that vary ``n`` (1e3 to 1e5),
-  ``d`` (5 to 500), separation, class balance and sparsity
-  (:data:`FAMILIES`); a fresh test set of 20,000 rows each. The prior
-  ``dpsk.mechanisms._alpha.PRIOR_NORM`` is chosen on these alone:
-  :func:`calibrate` re-evaluates the rule at candidate priors from the stored
-  error curves (log-linear interpolation between grid points, no refit) and
-  reports the mean regret of each.
+* **generated** (calibration): sixteen binary families (:data:`FAMILIES`)
+  that vary ``n`` (1e3 to 3e5), ``d`` (5 to 500), separation, class balance
+  (5% to 50%), sparsity, correlated (low-rank plus noise) and heavy-tailed
+  features, irrelevant features and the rows' typical norm; a fresh test set
+  of 20,000 rows each. The prior constants of ``dpsk.mechanisms._alpha`` are
+  chosen on these alone: :func:`calibrate` re-evaluates the rule at
+  candidate priors from the stored error curves (log-linear interpolation
+  between grid points, no refit), and :func:`cross_validate_families` checks
+  that a choice transfers from some families to another.
 * **held out** (check, never used to choose a constant): Adult (the paper's
-  preprocessing), scikit-learn's bundled breast cancer and digits (< 5 vs >=
-  5), stratified 5-fold CV, the first ``F`` folds.
+  preprocessing), scikit-learn's bundled breast cancer, digits (< 5 vs >= 5)
+  and wine (cultivar 1 vs the rest), and the three generated families of
+  ``python -m benchmarks defaults`` (``bench_defaults.make_family``);
+  stratified 5-fold CV, the first ``F`` folds.
+* **multiclass** (check): two generated families with 3 and 10 classes,
+  multinomial and one-vs-rest models.
+* **large**: one generated family at ``n = 1e6`` (objective perturbation).
 
 Mechanisms: objective and output perturbation, pure (``delta = 0``) and
-Gaussian (``delta = 1e-6``), all with ``fit_intercept=True`` and
-``data_norm=1`` (rows are scaled to norm <= 1 by public bounds). ``--large``
-adds one generated check at ``n = 1e6`` (objective, pure and Gaussian).
+Gaussian (``delta = 1e-6``), and noisy gradient descent (``delta = 1e-6``;
+epsilon 0.1 and 1 only, at most two draws, generated families of at most
+:data:`GRADIENT_MAX_ROWS` rows), all with ``fit_intercept=True`` and
+``data_norm=1``.
 
-Writes ``alpha_rule.csv`` (every cell and alpha), ``alpha_rule_summary.csv``
-(rule vs oracle per cell), ``alpha_rule_calibration.csv`` (mean regret per
-candidate prior) and ``alpha_rule.png`` (rule against oracle), which is also
-copied to ``docs/_static/`` for the docs page ``docs/choosing_alpha.rst``.
+Writes ``alpha_rule_<group>.csv`` (every cell and alpha),
+``alpha_rule_summary_<group>.csv`` (rule vs oracle per cell),
+``alpha_rule_calibration.csv`` (every candidate prior) and
+``alpha_rule_calibration_transfer.csv`` (leave one family out), and
+``alpha_rule.png`` (rule against oracle), also copied to ``docs/_static/``
+for the docs page ``docs/choosing_alpha.rst``.
 """
 
 import argparse
@@ -50,11 +63,21 @@ from . import _common as C
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0)
 LOG10_ALPHAS = tuple(np.arange(-6.0, 0.01, 0.5))
-MECHANISMS = (("objective", 0.0), ("objective", 1e-6), ("output", 0.0), ("output", 1e-6))
+MECHANISMS = (("objective", 0.0), ("objective", 1e-6), ("output", 0.0), ("output", 1e-6),
+              ("gradient", 1e-6))
+#: Noisy gradient descent is slow at small alpha (many steps): fewer epsilons, at most
+#: two draws, and only on generated families of at most :data:`GRADIENT_MAX_ROWS` rows
+#: (every held-out set, the largest of 40,000 training rows, gets it).
+GRADIENT_EPSILONS = (0.1, 1.0)
+GRADIENT_MAX_ROWS = 30_000
 TEST_ROWS = 20_000
 
-#: Generated binary families: (name, n, d, separation, share of class 1, density).
-#: ``density < 1``: binary features with that share of ones, rows normalised.
+#: Generated binary families: (name, n, d, separation, share of class 1, density[, extras]).
+#: ``density < 1``: binary features with that share of ones, rows normalised. ``extras``
+#: (see :func:`generate`): ``rank`` (a low-rank plus noise covariance), ``tail`` (Student-t
+#: features of that many degrees of freedom, rows clipped to norm 1), ``relevant`` (only
+#: that many features carry the signal), ``scale`` (rows of typical norm ``scale``, a
+#: loose public bound).
 FAMILIES = (
     ("g1-n1e3-d5", 1_000, 5, 4.0, 0.5, 1.0),
     ("g2-n1e4-d20-weak-imb", 10_000, 20, 2.0, 0.3, 1.0),
@@ -64,11 +87,33 @@ FAMILIES = (
     ("g6-n1e5-d50", 100_000, 50, 4.0, 0.4, 1.0),
     ("g7-n3e3-d500-sparse", 3_000, 500, 8.0, 0.5, 0.02),
     ("g8-n1e5-d5-weak-imb", 100_000, 5, 2.0, 0.1, 1.0),
+    ("g10-n2e3-d30-corr", 2_000, 30, 4.0, 0.5, 1.0, {"rank": 3}),
+    ("g11-n1e4-d100-irrelevant", 10_000, 100, 4.0, 0.5, 1.0, {"relevant": 5}),
+    ("g12-n3e4-d20-heavy-imb", 30_000, 20, 4.0, 0.3, 1.0, {"tail": 2.5}),
+    ("g13-n3e5-d30-imb05", 300_000, 30, 4.0, 0.05, 1.0),
+    ("g14-n5e3-d50-smallnorm", 5_000, 50, 4.0, 0.5, 1.0, {"scale": 0.3}),
+    ("g15-n1e3-d200-corr-weak", 1_000, 200, 2.0, 0.4, 1.0, {"rank": 5}),
+    ("g16-n5e4-d300-sparse-weak", 50_000, 300, 2.0, 0.5, 0.01),
+    ("g17-n3e3-d10-corr-heavy-imb", 3_000, 10, 8.0, 0.15, 1.0, {"rank": 2, "tail": 3.0}),
 )
 QUICK_FAMILIES = FAMILIES[:2]
 LARGE_FAMILY = ("g9-n1e6-d20", 1_000_000, 20, 4.0, 0.5, 1.0)
-HELD_OUT = ("adult", "breast_cancer", "digits")
-PRIOR_CANDIDATES = tuple(float(v) for v in np.round(np.logspace(-0.5, 1.5, 17), 3))
+#: Multiclass check (never calibrated on): (name, n, d, separation, K, density).
+MULTICLASS = (
+    ("m1-n1e4-d20-K3", 10_000, 20, 4.0, 3, 1.0),
+    ("m2-n3e4-d50-K10", 30_000, 50, 4.0, 10, 1.0),
+)
+MULTICLASS_MECHANISMS = (("objective", 0.0, "multinomial"), ("objective", 1e-6, "multinomial"),
+                         ("output", 0.0, "multinomial"), ("objective", 0.0, "ovr"))
+MULTICLASS_EPSILONS = (0.5, 2.0)
+#: Held out: real tables, and the generated families of ``python -m benchmarks defaults``
+#: (``bench_defaults.make_family``), on which the defaults are judged.
+HELD_OUT = ("adult", "breast_cancer", "digits", "wine", "dense-small", "sparse-wide",
+            "imbalanced")
+#: Candidate priors: a grid of eighth-decades, plus the constants of the first rule.
+PRIOR_CANDIDATES = tuple(sorted({float(v) for v in np.round(np.logspace(-1.0, 1.5, 21), 3)}
+                                | {0.5, 2.0}))
+PRIOR_EXPONENTS = (0.25, 0.5, 0.75, 1.0)
 
 
 # ------------------------------------------------------------------------ data
@@ -80,14 +125,23 @@ def _unit_rows(X):
 
 def generate(family, n_rows, rng):
     """Rows and labels of one generated family (the direction ``u`` fixed by ``rng``'s seed)."""
-    _, _, d, separation, balance, density = family
+    _, _, d, separation, balance, density = family[:6]
+    extras = family[6] if len(family) > 6 else {}
     u = np.random.default_rng(zlib.crc32(family[0].encode())).normal(size=d)
+    if "relevant" in extras:
+        u[extras["relevant"]:] = 0.0
     u /= np.linalg.norm(u)
     if density < 1.0:
         B = (rng.random((n_rows, d)) < density).astype(np.float64)
         B[B.sum(axis=1) == 0, 0] = 1.0
         X = B / np.linalg.norm(B, axis=1)[:, None]
         signal = (B - density) @ u / math.sqrt(max(density, 1.0 / d))
+    elif extras:
+        Z = _features(family[0], n_rows, d, extras, rng)
+        # The signal is the standardised projection on u, whatever the covariance.
+        projection = Z @ u
+        signal = projection / np.std(projection[:20_000])
+        X = _unit_rows(Z / math.sqrt(d)) * extras.get("scale", 1.0)
     else:
         X = _unit_rows(rng.normal(size=(n_rows, d)) / math.sqrt(d))
         signal = X @ u * math.sqrt(d)
@@ -97,23 +151,60 @@ def generate(family, n_rows, rng):
     return X, y
 
 
+def _features(name, n_rows, d, extras, rng):
+    """Unscaled features with unit variance per coordinate on average."""
+    if "tail" in extras:
+        df = extras["tail"]
+        # Student-t rescaled to unit variance: a few rows far outside the bound, clipped.
+        Z = rng.standard_t(df, size=(n_rows, d)) * math.sqrt((df - 2.0) / df)
+    else:
+        Z = rng.normal(size=(n_rows, d))
+    if "rank" in extras:
+        k = extras["rank"]
+        # Low rank plus noise: k shared factors carry 80% of the variance.
+        loadings = np.random.default_rng(zlib.crc32(name.encode()) + 1).normal(size=(k, d))
+        loadings *= math.sqrt(0.8 * d / np.sum(loadings**2))
+        Z = math.sqrt(0.2) * Z + rng.normal(size=(n_rows, k)) @ loadings
+    return Z
+
+
+def generate_multiclass(family, n_rows, rng):
+    """Rows of norm <= 1 and labels in ``0..K-1``: the argmax of K noisy linear scores."""
+    name, _, d, separation, n_classes, _ = family
+    U = np.random.default_rng(zlib.crc32(name.encode())).normal(size=(d, n_classes))
+    U /= np.linalg.norm(U, axis=0)
+    X = _unit_rows(rng.normal(size=(n_rows, d)) / math.sqrt(d))
+    scores = separation * math.sqrt(d) * X @ U + rng.gumbel(size=(n_rows, n_classes))
+    return X, np.argmax(scores, axis=1)
+
+
 def _offset(score, balance):
     from scipy.optimize import brentq
 
     return brentq(lambda b: np.mean(1.0 / (1.0 + np.exp(-(score + b)))) - balance, -50, 50)
 
 
-def held_out(name):
-    """X (rows of norm <= 1 by public bounds) and binary y of a held-out set."""
-    from sklearn.datasets import load_breast_cancer, load_digits
+def held_out(name, seed=0):
+    """X (rows of norm <= 1 by public bounds, or scaled as ``defaults`` scales them) and y."""
+    from sklearn.datasets import load_breast_cancer, load_digits, load_wine
+
+    from .bench_defaults import FAMILIES as DEFAULTS_FAMILIES
+    from .bench_defaults import make_family
 
     if name == "adult":
         return C.load_adult_data()
-    if name == "breast_cancer":
-        X, y = load_breast_cancer(return_X_y=True)
+    if name in DEFAULTS_FAMILIES:
+        # Exactly the data of `python -m benchmarks defaults` (rows not clipped here:
+        # the estimator clips them at data_norm=1, as a user's fit would).
+        return make_family(name, seed)
+    if name in ("breast_cancer", "wine"):
+        loader = load_breast_cancer if name == "breast_cancer" else load_wine
+        X, y = loader(return_X_y=True)
         # Standardised features, then the declared bound sqrt(d) of a standardised row.
         X = (X - X.mean(axis=0)) / X.std(axis=0)
-        return _unit_rows(X / math.sqrt(X.shape[1])), y
+        # Wine: cultivar 1 against the other two.
+        return _unit_rows(X / math.sqrt(X.shape[1])), (y == 0).astype(int) if name == "wine" \
+            else y
     X, y = load_digits(return_X_y=True)
     # Pixels are in [0, 16]: 64 of them have norm <= 128, a public bound.
     return X / 128.0, (y >= 5).astype(int)
@@ -121,16 +212,22 @@ def held_out(name):
 
 # ------------------------------------------------------------------ one cell
 def _fit_errors(X, y, X_test, y_test, perturbation, delta, epsilon, alphas, seeds):
-    """Test errors ``[alpha][draw]`` and the rule's alpha, for one split."""
+    """Test errors ``[alpha][draw]`` and the rule's alpha, for one split.
+
+    ``perturbation`` may carry the multiclass mode, ``"objective-ovr"``.
+    """
     from dpsk import BudgetAccountant, DPLogisticRegression
 
+    perturbation, _, multi_class = perturbation.partition("-")
+    classes = list(range(int(max(y.max(), y_test.max())) + 1))
     errors, rule_alpha = [], None
     for alpha in alphas:
         row = []
         for seed in seeds:
             model = DPLogisticRegression(
                 epsilon=epsilon, delta=delta, alpha=alpha, perturbation=perturbation,
-                classes=[0, 1], accountant=BudgetAccountant(), random_state=seed)
+                classes=classes, multi_class=multi_class or "auto",
+                accountant=BudgetAccountant(), random_state=seed)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model.fit(X, y)
@@ -195,41 +292,86 @@ def summarise(rows):
     return out
 
 
-def calibrate(rows, candidates=PRIOR_CANDIDATES):
-    """Mean regret and cells within tolerance of the rule at each candidate prior.
-
-    Generated cells only. The error at the rule's alpha is interpolated
-    linearly in ``log10 alpha`` between the grid points of the stored curve
-    (constant beyond its ends), so no model is refitted.
-    """
+def _candidate_table(rows, candidates, exponents, group):
+    """``{(mechanism, p, r): {cell: (within, regret)}}`` on the stored ``group`` curves."""
     from dpsk._optimize._losses import LogisticLoss
     from dpsk.mechanisms._alpha import auto_alpha
 
     curves = {}
     for r in rows:
-        if r["group"] != "generated" or r["rule"]:
+        if r["group"] != group or r["rule"]:
             continue
         key = (r["dataset"], r["perturbation"], r["delta"], r["epsilon"], r["n_train"], r["d"])
         curves.setdefault(key, []).append((math.log10(r["alpha"]), r["error"], r["se"]))
-    out = []
-    for mechanism in sorted({key[1] for key in curves}):
-        for prior in candidates:
-            regrets, within = [], 0
-            for (_, perturbation, delta, epsilon, n, d), curve in curves.items():
-                if perturbation != mechanism:
-                    continue
-                curve.sort()
-                xs, errs, ses = zip(*curve)
+    table = {}
+    for key, curve in curves.items():
+        _, perturbation, delta, epsilon, n, d = key
+        curve.sort()
+        xs, errs, ses = zip(*curve)
+        best = int(np.argmin(errs))
+        tolerance = max(0.005, 2.0 * ses[best])
+        for exponent in exponents:
+            for prior in candidates:
                 alpha = auto_alpha(n, d + 1, epsilon, delta, loss=LogisticLoss(),
-                                   perturbation=perturbation, prior_norm=prior)
+                                   perturbation=perturbation, prior_norm=prior,
+                                   prior_exponent=exponent)
                 error = float(np.interp(math.log10(alpha), xs, errs))
-                best = int(np.argmin(errs))
-                regrets.append(error - errs[best])
-                within += error <= errs[best] + max(0.005, 2.0 * ses[best])
-            out.append({"perturbation": mechanism, "prior_norm": prior,
-                        "mean_regret": round(float(np.mean(regrets)), 5),
-                        "max_regret": round(float(np.max(regrets)), 5), "within": within,
-                        "cells": len(regrets)})
+                table.setdefault((perturbation, exponent, prior), {})[key] = (
+                    error <= errs[best] + tolerance, error - errs[best])
+    return table
+
+
+def calibrate(rows, candidates=PRIOR_CANDIDATES, exponents=PRIOR_EXPONENTS, group="generated"):
+    """Cells within tolerance, mean and worst regret of the rule at each candidate prior.
+
+    ``group`` cells only (the calibration uses the generated ones). For every
+    mechanism and every pair (``prior_norm`` r, ``prior_exponent`` p) of the
+    candidates, the rule is re-evaluated at ``||w0||^2 = r^2 size^p``; its
+    error is interpolated linearly in ``log10 alpha`` between the grid points
+    of the stored curve (constant beyond its ends), so no model is refitted.
+    """
+    table = _candidate_table(rows, candidates, exponents, group)
+    out = []
+    for (mechanism, exponent, prior), cells in sorted(table.items()):
+        within = [w for w, _ in cells.values()]
+        regrets = [g for _, g in cells.values()]
+        out.append({"perturbation": mechanism, "prior_exponent": exponent, "prior_norm": prior,
+                    "mean_regret": round(float(np.mean(regrets)), 5),
+                    "max_regret": round(float(np.max(regrets)), 5), "within": sum(within),
+                    "cells": len(regrets)})
+    return out
+
+
+def cross_validate_families(rows, candidates=PRIOR_CANDIDATES, exponents=PRIOR_EXPONENTS,
+                            group="generated"):
+    """Leave one family out: does a choice of (p, r) made on the others transfer to it?
+
+    For every mechanism, each family in turn is left out; (p, r) is chosen on
+    the other families (most cells within tolerance, then the smallest worst
+    regret), with ``p`` free or fixed at 1, and scored on the left-out family.
+    A shape that wins on the calibration families but loses here is fitting
+    them, not generalising.
+    """
+    table = _candidate_table(rows, candidates, exponents, group)
+    out = []
+    for mechanism in sorted({k[0] for k in table}):
+        combos = [k for k in table if k[0] == mechanism]
+        families = sorted({cell[0] for cell in table[combos[0]]})
+        for label, allowed in (("p free", combos), ("p = 1", [k for k in combos if k[1] == 1.0])):
+            within, cells, chosen = 0, 0, set()
+            for family in families:
+                def score(combo, keep):
+                    picked = [v for cell, v in table[combo].items() if keep(cell[0])]
+                    return sum(w for w, _ in picked), -max(g for _, g in picked)
+
+                best = max(allowed, key=lambda c: score(c, lambda f: f != family))
+                chosen.add(best[1:])
+                left_out = [v for cell, v in table[best].items() if cell[0] == family]
+                within += sum(w for w, _ in left_out)
+                cells += len(left_out)
+            out.append({"perturbation": mechanism, "exponent": label,
+                        "left_out_within": within, "cells": cells,
+                        "choices": " ".join(f"p={p:g},r={r:g}" for p, r in sorted(chosen))})
     return out
 
 
@@ -239,7 +381,7 @@ def plot(summary, name="alpha_rule"):
         return None
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     markers = {("objective", 0.0): "o", ("objective", 1e-6): "s", ("output", 0.0): "^",
-               ("output", 1e-6): "v"}
+               ("output", 1e-6): "v", ("gradient", 1e-6): "D"}
     for group, colour in (("generated", "tab:blue"), ("held-out", "tab:red")):
         for mech, marker in markers.items():
             pts = [s for s in summary if s["group"] == group
@@ -247,6 +389,7 @@ def plot(summary, name="alpha_rule"):
             if not pts:
                 continue
             label = f"{group}, {mech[0]}, {'pure' if mech[1] == 0 else 'delta 1e-6'}"
+            pts = [s for s in pts if s["rule_alpha"] not in ("", "nan")]
             axes[0].scatter([float(s["oracle_alpha"]) for s in pts],
                             [float(s["rule_alpha"]) for s in pts], c=colour, marker=marker,
                             alpha=0.6, label=label)
@@ -267,13 +410,17 @@ def plot(summary, name="alpha_rule"):
 
 def _splits(kind, name, folds, seed):
     """The train/test splits of one data set, exactly as :func:`_cell` makes them."""
-    if kind == "generated":
-        family = next(f for f in FAMILIES + (LARGE_FAMILY,) if f[0] == name)
+    if kind in ("generated", "multiclass"):
+        if kind == "multiclass":
+            family, make = next(f for f in MULTICLASS if f[0] == name), generate_multiclass
+        else:
+            family = next(f for f in FAMILIES + (LARGE_FAMILY,) if f[0] == name)
+            make = generate
         rng = np.random.default_rng(C.seed_for(seed, family[1], family[2]))
-        X, y = generate(family, family[1], rng)
-        X_test, y_test = generate(family, TEST_ROWS, rng)
+        X, y = make(family, family[1], rng)
+        X_test, y_test = make(family, TEST_ROWS, rng)
         return [(X, y, X_test, y_test)]
-    X_all, y_all = held_out(name)
+    X_all, y_all = held_out(name, seed)
     return [(X_all[tr], y_all[tr], X_all[te], y_all[te])
             for tr, te in C.cv_folds(y_all, n_splits=5, seed=seed)[:folds]]
 
@@ -344,20 +491,61 @@ def _diffprivlib_table(args, families, held, draws):
     return 0
 
 
-def _stored_grid_rows(name):
-    """The grid (non-rule) rows of a stored ``<name>.csv``, typed as :func:`_cell` makes them."""
+def _stored_rows(name, grid_only=True):
+    """The rows of a stored ``<name>.csv`` (grid rows only by default), typed as by _cell."""
     import csv
 
-    with open(C.results_dir() / f"{name}.csv") as fh:
+    path = C.results_dir() / f"{name}.csv"
+    if not path.exists():
+        return []
+    with open(path) as fh:
         reader = csv.DictReader(line for line in fh if not line.startswith("#"))
-        rows = [r for r in reader if r["rule"] == "False"]
+        rows = [r for r in reader if r["rule"] == "False" or not grid_only]
     for r in rows:
         for key in ("n_train", "d"):
             r[key] = int(r[key])
         for key in ("delta", "epsilon", "alpha", "error", "se"):
             r[key] = float(r[key])
-        r["rule"] = False
+        r["rule"] = r["rule"] in (True, "True")
     return rows
+
+
+def _cell_key(row_or_task):
+    """(data set, perturbation, delta, epsilon) of a row or of a task tuple."""
+    if isinstance(row_or_task, dict):
+        r = row_or_task
+        return r["dataset"], r["perturbation"], float(r["delta"]), float(r["epsilon"])
+    return row_or_task[1], row_or_task[2], float(row_or_task[3]), float(row_or_task[4])
+
+
+def _tasks(args, families, held, draws):
+    """One task per (data set, mechanism, epsilon) of the chosen groups."""
+    def mechanisms(n_train):
+        for p, dl in MECHANISMS:
+            if p != "gradient":
+                yield p, dl, EPSILONS, draws
+            elif n_train <= GRADIENT_MAX_ROWS:
+                yield p, dl, GRADIENT_EPSILONS, min(draws, 2)
+
+    tasks = []
+    if "generated" in args.groups:
+        tasks += [("generated", f[0], p, dl, e, r, 1, args.seed)
+                  for f in families for p, dl, eps, r in mechanisms(f[1]) for e in eps]
+    if args.large or "large" in args.groups:
+        tasks += [("generated", LARGE_FAMILY[0], "objective", dl, e, 1, 1, args.seed)
+                  for dl in (0.0, 1e-6) for e in (0.1, 1.0)]
+    if "held-out" in args.groups:
+        tasks += [("held-out", h, p, dl, e, r, args.folds, args.seed)
+                  for h in held for p, dl, eps, r in mechanisms(0) for e in eps]
+    if "multiclass" in args.groups:
+        tasks += [("multiclass", f[0], f"{p}-{mode}", dl, e, draws, 1, args.seed)
+                  for f in MULTICLASS for p, dl, mode in MULTICLASS_MECHANISMS
+                  for e in MULTICLASS_EPSILONS]
+    if args.datasets:
+        tasks = [t for t in tasks if t[1] in args.datasets]
+    if args.mechanisms:
+        tasks = [t for t in tasks if t[2].partition("-")[0] in args.mechanisms]
+    return tasks
 
 
 def main(argv=None):
@@ -373,8 +561,16 @@ def main(argv=None):
                         help="add one family at n = 1e6 (objective, eps 0.1 and 1; alone: "
                              "--groups large)")
     parser.add_argument("--groups", nargs="+", default=["generated", "held-out"],
-                        choices=["generated", "held-out", "large"],
+                        choices=["generated", "held-out", "large", "multiclass"],
                         help="calibrate on 'generated' first, then check on 'held-out'")
+    parser.add_argument("--datasets", nargs="+", default=None,
+                        help="only these data sets (names as in FAMILIES / HELD_OUT)")
+    parser.add_argument("--mechanisms", nargs="+", default=None,
+                        choices=["objective", "output", "gradient"],
+                        help="only these mechanisms")
+    parser.add_argument("--only-missing", action="store_true",
+                        help="run only the cells absent from the CSV of the same groups and "
+                             "merge them into it (stored cells are kept as they are)")
     parser.add_argument("--rule-only", action="store_true",
                         help="fit alpha='auto' only and reuse the grid rows of the CSV of the "
                              "same groups (after a change of the rule's constants)")
@@ -383,6 +579,9 @@ def main(argv=None):
                              "with the stored dpsk default errors")
     parser.add_argument("--plot-stored", action="store_true",
                         help="only redraw alpha_rule.png from the stored summary CSVs")
+    parser.add_argument("--calibrate-stored", action="store_true",
+                        help="only recompute alpha_rule_calibration*.csv from the stored "
+                             "generated curves (candidates and leave-one-family-out)")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
     C.set_quick(args.quick)
@@ -395,30 +594,35 @@ def main(argv=None):
     if args.plot_stored:
         _publish_plot(_stored_summaries())
         return 0
-    tasks = []
-    if "generated" in args.groups:
-        tasks += [("generated", f[0], p, dl, e, draws, 1, args.seed)
-                  for f in families for p, dl in MECHANISMS for e in EPSILONS]
-    if args.large or "large" in args.groups:
-        tasks += [("generated", LARGE_FAMILY[0], "objective", dl, e, 1, 1, args.seed)
-                  for dl in (0.0, 1e-6) for e in (0.1, 1.0)]
-    if "held-out" in args.groups:
-        tasks += [("held-out", h, p, dl, e, draws, args.folds, args.seed)
-                  for h in held for p, dl in MECHANISMS for e in EPSILONS]
-    tasks = [t + (args.rule_only,) for t in tasks]
+    if args.calibrate_stored:
+        return _calibrate_stored()
     suffix = "" if len(args.groups) == 2 else "_" + args.groups[0].replace("-", "_")
+    tasks = _tasks(args, families, held, draws)
+    kept = []
+    if args.only_missing:
+        kept = _stored_rows("alpha_rule" + suffix, grid_only=False)
+        have = {_cell_key(r) for r in kept}
+        tasks = [t for t in tasks if _cell_key(t) not in have]
+    elif args.rule_only:
+        # The grid of every stored cell, the rule refitted on the selected ones; cells
+        # outside the selection are kept whole.
+        kept = _stored_rows("alpha_rule" + suffix, grid_only=False)
+        chosen = {_cell_key(t) for t in tasks}
+        kept = [r for r in kept if not (r["rule"] and _cell_key(r) in chosen)]
+    tasks = [t + (args.rule_only,) for t in tasks]
     t0 = time.time()
     C.header("alpha-rule: alpha='auto' vs the oracle alpha")
-    rows = [r for cell in C.run_tasks(_cell, tasks, n_jobs=args.n_jobs, desc="cells")
-            for r in cell]
-    if args.rule_only:
-        rows = _stored_grid_rows("alpha_rule" + suffix) + rows
+    rows = kept + [r for cell in C.run_tasks(_cell, tasks, n_jobs=args.n_jobs, desc="cells")
+                   for r in cell]
     summary = summarise(rows)
-    calibration = calibrate(rows) if args.groups == ["generated"] or len(args.groups) >= 2 \
-        else []
+    # The calibration re-evaluates the rule at every candidate on every stored curve
+    # (minutes): not on partial runs that add a few cells.
+    partial = args.datasets or args.mechanisms
+    calibration = calibrate(rows) if "generated" in args.groups and not partial else []
     protocol = (f"protocol: DPLogisticRegression, fit_intercept=True, data_norm=1, grid "
-                f"10^-6..10^0 by half decades + alpha='auto'; {draws} draws; generated: one "
-                f"train set + {TEST_ROWS} test rows; held out: stratified 5-fold CV, first "
+                f"10^-6..10^0 by half decades + alpha='auto'; {draws} draws (gradient: at "
+                f"most 2, epsilons {GRADIENT_EPSILONS}, n <= {GRADIENT_MAX_ROWS}); generated: "
+                f"one train set + {TEST_ROWS} test rows; held out: stratified 5-fold CV, first "
                 f"{args.folds} folds; seed {args.seed}; {time.time() - t0:.0f}s")
     head = [f"command: {C.command_line()}", f"machine: {C.machine_line()}", protocol]
     C.write_csv("alpha_rule" + suffix, rows, comment_lines=head)
@@ -431,16 +635,43 @@ def main(argv=None):
     print(C.format_table(summary, columns))
     if calibration:
         print(C.format_table(calibration, list(calibration[0])))
-    for group in ("generated", "held-out"):
-        for p, dl in MECHANISMS:
-            cells = [s for s in summary if s["group"] == group
-                     and (s["perturbation"], s["delta"]) == (p, dl)]
-            if cells:
-                print(f"{group:9s} {p:9s} delta={dl:g}: within tolerance in "
-                      f"{sum(s['within'] for s in cells)} of {len(cells)} cells")
+    print(counts(summary))
     if not args.no_plot:
         _publish_plot(summary if len(args.groups) == 2 else _stored_summaries())
     return 0
+
+
+def _calibrate_stored():
+    """Both calibration tables from the stored generated curves, written and printed."""
+    rows = _stored_rows("alpha_rule_generated")
+    head = [f"command: {C.command_line()}", f"machine: {C.machine_line()}",
+            "generated cells only; error at the rule's alpha interpolated in log alpha "
+            "between the stored grid points (alpha_rule_generated.csv)"]
+    calibration = calibrate(rows)
+    C.write_csv("alpha_rule_calibration", calibration, comment_lines=head)
+    transfer = cross_validate_families(rows)
+    C.write_csv("alpha_rule_calibration_transfer", transfer, comment_lines=head + [
+        "leave one generated family out: (p, r) chosen on the others, scored on it"])
+    for mechanism in sorted({c["perturbation"] for c in calibration}):
+        best = sorted((c for c in calibration if c["perturbation"] == mechanism),
+                      key=lambda c: (-c["within"], c["max_regret"]))[:8]
+        print(C.format_table(best, list(best[0])))
+    print(C.format_table(transfer, list(transfer[0])))
+    return 0
+
+
+def counts(summary):
+    """Cells within tolerance per group and mechanism, as lines of text."""
+    lines = []
+    for group in dict.fromkeys(s["group"] for s in summary):
+        for p, dl in dict.fromkeys((s["perturbation"], float(s["delta"])) for s in summary):
+            cells = [s for s in summary if s["group"] == group
+                     and (s["perturbation"], float(s["delta"])) == (p, dl)]
+            if cells:
+                within = sum(s["within"] in (True, "True") for s in cells)
+                lines.append(f"{group:10s} {p:22s} delta={dl:g}: within tolerance in "
+                             f"{within} of {len(cells)} cells")
+    return "\n".join(lines)
 
 
 def _publish_plot(summary):

@@ -21,6 +21,7 @@ from dpsk._optimize._losses import HuberLoss, LogisticLoss, MultinomialLoss
 from dpsk.kernel import DPKernelClassifier
 from dpsk.mechanisms._alpha import (
     ALPHA_RANGE,
+    PRIOR_EXPONENT,
     PRIOR_NORM,
     auto_alpha,
     excess_risk_bound,
@@ -72,16 +73,44 @@ def test_rule_shrinks_with_more_rows_and_more_budget(perturbation, delta):
 
 
 def test_pure_objective_rule_has_the_closed_form_shape():
-    # Without the Delta branch the bound is 2 s (s + 1) / (eps'^2 n^2 L) + L r^2 s / 2, whose
-    # minimiser is 2 sqrt(s (s + 1)) / (eps' n r sqrt(s)): about 2 / (r eps n) sqrt(s), once
-    # eps' barely depends on alpha (c / (n alpha) ~ c eps r / (2 sqrt(s)) small: large s).
+    # Without the Delta branch the bound is 2 s (s + 1) / (eps'^2 n^2 L) + L r^2 s^p / 2,
+    # whose minimiser is 2 sqrt(s (s + 1)) / (eps' n r s^(p/2)): about 2 s^(1 - p/2) /
+    # (r eps n), once eps' barely depends on alpha (c / (n alpha) small: large s).
     n, d, epsilon = 100_000, 2001, 1.0
     alpha = auto_alpha(n, d, epsilon, loss=LogisticLoss(), perturbation="objective")
     eps_prime = 0.99 * epsilon - math.log1p(2 * 0.25 / (n * alpha) + (0.25 / (n * alpha))**2)
     closed = 2 * math.sqrt(d * (d + 1)) / (eps_prime * n * PRIOR_NORM["objective"]
-                                            * math.sqrt(d))
+                                            * d ** (PRIOR_EXPONENT["objective"] / 2))
     # The solver-residual term (ignored by the closed form) moves it up by a few percent.
     assert closed <= alpha <= 1.05 * closed
+
+
+def test_prior_grows_with_the_width_as_calibrated():
+    # The bias term is Lambda r^2 size^p / 2, p from PRIOR_EXPONENT: doubling the width at
+    # fixed Lambda multiplies it by 2^p, whatever the noise term does.
+    kwargs = dict(loss=LogisticLoss(), perturbation="output", tol=1e-10)
+    for perturbation in ("objective", "output", "gradient"):
+        kwargs["perturbation"] = perturbation
+        r, p = PRIOR_NORM[perturbation], PRIOR_EXPONENT[perturbation]
+        for size in (10, 200):
+            without = excess_risk_bound(1e-3, 5000, size, 1.0, 1e-6, prior_norm=0.0, **kwargs)
+            bound = excess_risk_bound(1e-3, 5000, size, 1.0, 1e-6, **kwargs)
+            strength = bound - without
+            assert strength > 0
+            if perturbation == "gradient":
+                assert strength == pytest.approx(0.5 * 1e-3 * r**2 * size**p)
+        assert 0 < p <= 1
+
+
+def test_prior_exponent_moves_the_rule_the_right_way():
+    # A prior that grows more slowly with the width regularises wide designs more.
+    def rule(d, p):
+        return auto_alpha(20_000, d, 1.0, loss=LogisticLoss(), perturbation="objective",
+                          prior_norm=2.0, prior_exponent=p)
+
+    assert rule(201, 0.25) > 4 * rule(201, 1.0)
+    # At width 2 the two priors differ by 2^(3/4) only: alpha by its square root.
+    assert rule(2, 0.25) == pytest.approx(2 ** 0.375 * rule(2, 1.0), rel=0.05)
 
 
 def test_rule_reads_the_mechanisms_calibration(monkeypatch):
