@@ -32,7 +32,8 @@ def _estimators(accountant):
         DPTiltedLogisticRegression(classes=[0, 1], accountant=accountant, random_state=0),
         DPStabilityPredictor(classes=[0, 1], accountant=accountant, random_state=0),
         DPPredictionEnsemble(DPLogisticRegression(classes=[0, 1]), classes=[0, 1],
-                             accountant=accountant, random_state=0),
+                             n_teachers=5, min_samples_per_teacher=20, accountant=accountant,
+                             random_state=0),
     ]
 
 

@@ -199,11 +199,10 @@ def class_weight_table(class_weight, classes):
         raise ValueError(_BALANCED_REFUSED)
     table = np.ones(len(classes))
     for key, value in class_weight.items():
-        try:
-            matches = np.flatnonzero(np.asarray(classes == key, dtype=bool).ravel())
-        except (TypeError, ValueError):
-            matches = np.empty(0, dtype=int)
-        if matches.size != 1:
+        # Python scalars compare without numpy's elementwise-comparison warnings
+        # (a string key against numeric classes is simply no match).
+        matches = [i for i, label in enumerate(np.asarray(classes).tolist()) if label == key]
+        if len(matches) != 1:
             raise ValueError(
                 "class_weight has a key that is not one of the classes; its keys must be "
                 "declared classes (classes=[...]). Nothing was spent."
