@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _sklearn_checks import WEIGHT_XFAILS
 from sklearn.datasets import make_blobs, make_circles
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -356,22 +357,12 @@ def test_fit_memory_is_one_design_matrix(monkeypatch):
 
 
 # -- scikit-learn API --------------------------------------------------------------
-# The sample-weight checks a private fit fails on purpose: weights lie in [0, 1]
-# and the objective divides by the public n (reasons in tests/test_sklearn_api.py).
-_WEIGHT_XFAILS = {
-    "check_sample_weights_list": "weights of 3 are outside [0, 1]: refused for free",
-    "check_sample_weights_not_overwritten": "a weight of 10 is outside [0, 1]",
-    "check_all_zero_sample_weights_error": "all-zero weights are in the domain (charged)",
-    "check_sample_weight_equivalence_on_dense_data": "dpsk divides by n, not by sum(w)",
-    "check_sample_weight_equivalence_on_sparse_data": "dpsk divides by n, not by sum(w)",
-}
-
-
+# Expected sample-weight failures: tests/_sklearn_checks.py.
 @parametrize_with_checks([
     DPKernelClassifier(n_components=20, random_state=0),
     DPKernelClassifier(n_components=20, loss="huber", perturbation="output",
                        random_state=0),
-], expected_failed_checks=lambda estimator: _WEIGHT_XFAILS)
+], expected_failed_checks=lambda estimator: WEIGHT_XFAILS)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

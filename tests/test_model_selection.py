@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _sklearn_checks import WEIGHT_XFAILS
 from scipy import stats
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
@@ -445,17 +446,7 @@ def test_pipeline_grid_may_not_set_reserved_params(data):
 
 
 # -- scikit-learn's estimator checks --------------------------------------------------
-# The sample-weight checks a private fit fails on purpose: weights lie in [0, 1] and
-# the objective divides by the public n (reasons in tests/test_sklearn_api.py).
-_WEIGHT_XFAILS = {
-    "check_sample_weights_list": "weights of 3 are outside [0, 1]: refused for free",
-    "check_sample_weights_not_overwritten": "a weight of 10 is outside [0, 1]",
-    "check_all_zero_sample_weights_error": "all-zero weights are in the domain (charged)",
-    "check_sample_weight_equivalence_on_dense_data": "dpsk divides by n, not by sum(w)",
-    "check_sample_weight_equivalence_on_sparse_data": "dpsk divides by n, not by sum(w)",
-}
-
-
+# Expected sample-weight failures: tests/_sklearn_checks.py.
 @parametrize_with_checks(
     [DPGridSearch(DPLogisticRegression(), {"alpha": [1e-2, 1e-1]}, random_state=0,
                   method="disjoint"),
@@ -463,7 +454,7 @@ _WEIGHT_XFAILS = {
                   stop_probability=0.5, method="random-stopping"),
      DPGridSearch(DPLogisticRegression(), {"alpha": [1e-2, 1e-1]}, random_state=0,
                   method="repeat", delta=1e-6)],
-    expected_failed_checks=lambda estimator: _WEIGHT_XFAILS,
+    expected_failed_checks=lambda estimator: WEIGHT_XFAILS,
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from _sklearn_checks import WEIGHT_XFAILS
 from scipy import stats
 from scipy.optimize import minimize
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -481,19 +482,8 @@ def test_linf_events_and_spend():
     check_events_and_spend(DPRobustLogisticRegression, radius=0.1, norm="inf")
 
 
-# The sample-weight checks a private fit fails on purpose: weights lie in [0, 1] and
-# the objective divides by the public n (reasons in tests/test_sklearn_api.py).
-_WEIGHT_XFAILS = {
-    "check_sample_weights_list": "weights of 3 are outside [0, 1]: refused for free",
-    "check_sample_weights_not_overwritten": "a weight of 10 is outside [0, 1]",
-    "check_all_zero_sample_weights_error": "all-zero weights are in the domain (charged)",
-    "check_sample_weight_equivalence_on_dense_data": "dpsk divides by n, not by sum(w)",
-    "check_sample_weight_equivalence_on_sparse_data": "dpsk divides by n, not by sum(w)",
-}
-
-
 @parametrize_with_checks([DPRobustLogisticRegression(norm="inf"),
                           DPRobustLogisticRegression(norm="inf", delta=1e-5)],
-                         expected_failed_checks=lambda estimator: _WEIGHT_XFAILS)
+                         expected_failed_checks=lambda estimator: WEIGHT_XFAILS)
 def test_linf_sklearn_compatible(estimator, check):
     check(estimator)

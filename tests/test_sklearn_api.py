@@ -1,6 +1,7 @@
 """scikit-learn's own estimator checks over every public dpsk estimator."""
 
 import pytest
+from _sklearn_checks import WEIGHT_XFAILS
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.validation import has_fit_parameter
 
@@ -35,27 +36,6 @@ ESTIMATORS = [
 ]
 
 
-
-#: scikit-learn's sample-weight checks that a private fit fails on purpose
-#: (docs/privacy.rst, "Weights"). They apply to estimators whose fit takes
-#: ``sample_weight``; the others refuse it and pass the checks for that.
-_WEIGHT_XFAILS = {
-    "check_sample_weights_list":
-        "weights of 3: dpsk's weights lie in [0, 1] (the privacy proof's domain); "
-        "larger ones are refused for free",
-    "check_sample_weights_not_overwritten":
-        "uses a weight of 10, outside [0, 1]: refused for free",
-    "check_all_zero_sample_weights_error":
-        "all-zero weights are inside dpsk's domain: the fit releases the noise-only "
-        "model and is charged, instead of raising",
-    "check_sample_weight_equivalence_on_dense_data":
-        "integer weights equal repeated rows only if weights may exceed 1 and the "
-        "objective divides by sum(w); dpsk divides by the public n, and its noise is random",
-    "check_sample_weight_equivalence_on_sparse_data":
-        "as on dense data: dpsk divides by the public n, not by sum(w), and adds noise",
-}
-
-
 def _expected_failures(estimator):
     if isinstance(estimator, DPStabilityPredictor):
         # Every call answers with fresh noise (and is charged): decision_function
@@ -63,7 +43,7 @@ def _expected_failures(estimator):
         return {"check_decision_proba_consistency":
                 "two separately charged noisy releases of the same rows"}
     if has_fit_parameter(estimator, "sample_weight"):
-        return dict(_WEIGHT_XFAILS)
+        return dict(WEIGHT_XFAILS)
     return {}
 
 

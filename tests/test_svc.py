@@ -6,6 +6,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import test_robust as robust
+from _sklearn_checks import WEIGHT_XFAILS
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dpsk._optimize._hinge_solver as hinge_module
@@ -197,19 +198,9 @@ def test_shrunk_noise_is_caught(delta, monkeypatch):
 
 # -- estimator ------------------------------------------------------------------------------------
 
-# The sample-weight checks a private fit fails on purpose: weights lie in [0, 1] and
-# the objective divides by the public n (reasons in tests/test_sklearn_api.py).
-_WEIGHT_XFAILS = {
-    "check_sample_weights_list": "weights of 3 are outside [0, 1]: refused for free",
-    "check_sample_weights_not_overwritten": "a weight of 10 is outside [0, 1]",
-    "check_all_zero_sample_weights_error": "all-zero weights are in the domain (charged)",
-    "check_sample_weight_equivalence_on_dense_data": "dpsk divides by n, not by sum(w)",
-    "check_sample_weight_equivalence_on_sparse_data": "dpsk divides by n, not by sum(w)",
-}
-
 
 @parametrize_with_checks([DPLinearSVC(), DPLinearSVC(delta=1e-5, fit_intercept=False)],
-                         expected_failed_checks=lambda estimator: _WEIGHT_XFAILS)
+                         expected_failed_checks=lambda estimator: WEIGHT_XFAILS)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
