@@ -264,6 +264,13 @@ def minimize_robust_logistic(X, y, lam, radius, n_perturbed=None, tol=1e-10, max
     SolverResult
         Only ``.w`` is meant for callers.
     """
+    return _solve_robust(_RobustObjective, X, y, lam, radius, n_perturbed, tol, max_iter,
+                         smoothing, sample_weight)
+
+
+def _solve_robust(objective, X, y, lam, radius, n_perturbed, tol, max_iter, smoothing,
+                  sample_weight):
+    """Check the inputs, build ``objective`` and solve it from zero (both robust margins)."""
     y = np.asarray(y, dtype=float)
     lam, tol = float(lam), float(tol)
     if sp.issparse(X) and X.format != "csr":
@@ -272,8 +279,8 @@ def minimize_robust_logistic(X, y, lam, radius, n_perturbed=None, tol=1e-10, max
     radius = float(radius)
     if not (math.isfinite(radius) and radius >= 0 and 0 <= k <= X.shape[1]):
         raise ValueError("radius must be a finite number >= 0 and n_perturbed in [0, d].")
-    obj = _RobustObjective(X, y, lam, radius, k, smoothing,
-                           check_row_weights(sample_weight, X.shape[0]))
+    obj = objective(X, y, lam, radius, k, smoothing,
+                    check_row_weights(sample_weight, X.shape[0]))
     _check_domain(obj, X, y, lam, None, tol, None)
     w, path, n_iter = _solve(obj, np.zeros(X.shape[1]), tol, max_iter)
     return SolverResult(w, path, n_iter)
@@ -419,16 +426,5 @@ def minimize_robust_logistic_linf(X, y, lam, radius, n_perturbed=None, tol=1e-10
     Same guarantee, paths and ``sample_weight`` as :func:`minimize_robust_logistic`,
     for the objective of :class:`_RobustLinfObjective`.
     """
-    y = np.asarray(y, dtype=float)
-    lam, tol = float(lam), float(tol)
-    if sp.issparse(X) and X.format != "csr":
-        X = sp.csr_matrix(X)
-    k = X.shape[1] if n_perturbed is None else int(n_perturbed)
-    radius = float(radius)
-    if not (math.isfinite(radius) and radius >= 0 and 0 <= k <= X.shape[1]):
-        raise ValueError("radius must be a finite number >= 0 and n_perturbed in [0, d].")
-    obj = _RobustLinfObjective(X, y, lam, radius, k, smoothing,
-                               check_row_weights(sample_weight, X.shape[0]))
-    _check_domain(obj, X, y, lam, None, tol, None)
-    w, path, n_iter = _solve(obj, np.zeros(X.shape[1]), tol, max_iter)
-    return SolverResult(w, path, n_iter)
+    return _solve_robust(_RobustLinfObjective, X, y, lam, radius, n_perturbed, tol, max_iter,
+                         smoothing, sample_weight)
