@@ -181,8 +181,8 @@ def test_budget_split_and_single_charge(data, monkeypatch):
     seen_fits, seen_scores = [], []
     real_fit, real_count = _search._fit_and_count, _search.noisy_count
 
-    def recording_fit(candidate, X_train, y_train, X_val, y_val):
-        result = real_fit(candidate, X_train, y_train, X_val, y_val)
+    def recording_fit(candidate, X_train, y_train, X_val, y_val, fit_params=None):
+        result = real_fit(candidate, X_train, y_train, X_val, y_val, fit_params)
         seen_fits.append((candidate.epsilon, candidate.privacy_spent_, len(y_train), len(y_val)))
         return result
 

@@ -328,10 +328,8 @@ def _best_of_runs(runs, prototypes, run_eps, X_train, y_train, X_val, y_val, fit
     """
     best = None
     for j, i, fit_seed, score_seed in runs:
-        # Unweighted searches call it with five arguments, as before the weights.
         estimator, mistakes = _fit_and_count(_for_run(prototypes[i], fit_seed),
-                                             X_train, y_train, X_val, y_val,
-                                             *([fit_params] if fit_params else []))
+                                             X_train, y_train, X_val, y_val, fit_params)
         DPGridSearch._check_spent(estimator, run_eps, 0.0)
         score = noisy_count(len(y_val) - mistakes, run_eps, noise_source(score_seed))
         if best is None or score > best[0]:
@@ -1029,7 +1027,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             results = _unwrap(Parallel(n_jobs=self.n_jobs)(
                 delayed(_quietly)(
                     _fit_and_count, est, _safe_indexing(X, part), y[part], X_hold, y_hold,
-                    *([] if weights is None else [_weights_for(est, weights, part)])
+                    _weights_for(est, weights, part)
                 )
                 for est, part in zip(estimators, parts[:-1])
             ))
