@@ -221,7 +221,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
 
     def _check_params_before_fit(self):
         """Parameter checks beyond the constraints (subclasses add theirs)."""
-        class_weight = getattr(self, "class_weight", None)
+        class_weight = self.class_weight
         if isinstance(class_weight, str):
             class_weight_table(class_weight, [])  # "balanced": refused with its reason
         if class_weight is not None and self.classes is not None:
@@ -248,7 +248,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
 
         ``weights`` is None without ``sample_weight`` and ``class_weight``.
         """
-        class_weight = getattr(self, "class_weight", None)
+        class_weight = self.class_weight
         if (sample_weight is not None or class_weight is not None) and is_dask_array(X):
             raise ValueError(_DASK_WEIGHTS_REFUSED)
         X, y, classes = self._validate_input(X, y)
