@@ -117,12 +117,6 @@ PRIOR_EXPONENTS = (0.25, 0.5, 0.75, 1.0)
 
 
 # ------------------------------------------------------------------------ data
-def _unit_rows(X):
-    """Scale rows to norm <= 1 by a public rule (no statistic of the data)."""
-    norms = np.linalg.norm(X, axis=1)
-    return X / np.maximum(norms, 1.0)[:, None]
-
-
 def generate(family, n_rows, rng):
     """Rows and labels of one generated family (the direction ``u`` fixed by ``rng``'s seed)."""
     _, _, d, separation, balance, density = family[:6]
@@ -141,9 +135,9 @@ def generate(family, n_rows, rng):
         # The signal is the standardised projection on u, whatever the covariance.
         projection = Z @ u
         signal = projection / np.std(projection[:20_000])
-        X = _unit_rows(Z / math.sqrt(d)) * extras.get("scale", 1.0)
+        X = C.unit_rows(Z / math.sqrt(d)) * extras.get("scale", 1.0)
     else:
-        X = _unit_rows(rng.normal(size=(n_rows, d)) / math.sqrt(d))
+        X = C.unit_rows(rng.normal(size=(n_rows, d)) / math.sqrt(d))
         signal = X @ u * math.sqrt(d)
     score = separation * signal
     offset = _offset(score[:20_000], balance)
@@ -173,7 +167,7 @@ def generate_multiclass(family, n_rows, rng):
     name, _, d, separation, n_classes, _ = family
     U = np.random.default_rng(zlib.crc32(name.encode())).normal(size=(d, n_classes))
     U /= np.linalg.norm(U, axis=0)
-    X = _unit_rows(rng.normal(size=(n_rows, d)) / math.sqrt(d))
+    X = C.unit_rows(rng.normal(size=(n_rows, d)) / math.sqrt(d))
     scores = separation * math.sqrt(d) * X @ U + rng.gumbel(size=(n_rows, n_classes))
     return X, np.argmax(scores, axis=1)
 
@@ -186,8 +180,6 @@ def _offset(score, balance):
 
 def held_out(name, seed=0):
     """X (rows of norm <= 1 by public bounds, or scaled as ``defaults`` scales them) and y."""
-    from sklearn.datasets import load_breast_cancer, load_digits, load_wine
-
     from .bench_defaults import FAMILIES as DEFAULTS_FAMILIES
     from .bench_defaults import make_family
 
@@ -197,17 +189,7 @@ def held_out(name, seed=0):
         # Exactly the data of `python -m benchmarks defaults` (rows not clipped here:
         # the estimator clips them at data_norm=1, as a user's fit would).
         return make_family(name, seed)
-    if name in ("breast_cancer", "wine"):
-        loader = load_breast_cancer if name == "breast_cancer" else load_wine
-        X, y = loader(return_X_y=True)
-        # Standardised features, then the declared bound sqrt(d) of a standardised row.
-        X = (X - X.mean(axis=0)) / X.std(axis=0)
-        # Wine: cultivar 1 against the other two.
-        return _unit_rows(X / math.sqrt(X.shape[1])), (y == 0).astype(int) if name == "wine" \
-            else y
-    X, y = load_digits(return_X_y=True)
-    # Pixels are in [0, 16]: 64 of them have norm <= 128, a public bound.
-    return X / 128.0, (y >= 5).astype(int)
+    return C.load_bundled_table(name)
 
 
 # ------------------------------------------------------------------ one cell

@@ -24,7 +24,9 @@ at each total epsilon, in one run:
   error over the cell's folds and draws, chosen the same way;
 * ``non-private``: scikit-learn's ``LogisticRegression()`` with its defaults.
 
-Data: Adult (the paper's preprocessing, rows of norm <= 1) and three generated
+Data: Adult (the paper's preprocessing, rows of norm <= 1), scikit-learn's bundled
+breast cancer, digits (0-4 against 5-9) and wine (cultivar 1 against the rest),
+scaled as ``_common.load_bundled_table`` says, and three generated
 families whose rows are scaled by a public constant (``1/sqrt(d)`` of a
 standard-normal row, so most rows have norm near 1) and whose labels follow a
 logistic model whose true margin has standard deviation 3, with chosen size,
@@ -86,6 +88,8 @@ def make_family(name, seed):
 def load(name, seed):
     if name == "adult":
         return C.load_adult_data()
+    if name in C.BUNDLED_TABLES:
+        return C.load_bundled_table(name)
     return make_family(name, seed)
 
 
@@ -292,7 +296,8 @@ def main(argv=None):
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
-    parser.add_argument("--datasets", nargs="+", default=["adult", *FAMILIES])
+    parser.add_argument("--datasets", nargs="+",
+                        default=["adult", *FAMILIES, *C.BUNDLED_TABLES])
     parser.add_argument("--no-diffprivlib", action="store_true",
                         help="leave out the diffprivlib rows (no venv needed)")
     args = parser.parse_args(argv)
