@@ -43,6 +43,8 @@ alpha-rule   alpha="auto" vs the oracle alpha: calibration on generated families
              Adult and scikit-learn's breast cancer and digits (held out)
 weights      generated family with 5% positives: class_weight from the declared prevalence
              vs no weights (balanced accuracy), epsilon 0.5/1/2
+search-bound no data: what a search over multiples of the alpha rule can gain and what its
+             budget split costs, by the rule's own excess-risk bound
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -78,12 +80,14 @@ COMMANDS = {
     "bounds": ("bench_bounds", "main"),
     "alpha-rule": ("bench_alpha_rule", "main"),
     "weights": ("bench_weights", "main"),
+    "search-bound": ("bench_search_bound", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "repeat", "multiclass", "beyond-erm",
-             "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule", "weights")
+             "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule", "weights",
+             "search-bound")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "repeat",
-            "multiclass", "beyond-erm", "alpha-rule", "weights"}
+            "multiclass", "beyond-erm", "alpha-rule", "weights", "search-bound"}
 
 
 class MissingBenchmark(RuntimeError):

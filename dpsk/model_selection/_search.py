@@ -495,8 +495,12 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         half its epsilon per run, and the rule is already near the best alpha
         on the benchmark families, so at equal total budget the default search
         was *less* accurate than one fit of the rule in most cells of ``python
-        -m benchmarks defaults``; it helps when the rule is off for the data
-        (``docs/grid_search.rst``, "The default grid").
+        -m benchmarks defaults``. The rule's own bound says why: a budget
+        split by 2 doubles it, while an alpha 3 times off costs a factor 1.67,
+        so even a perfect selection wins only where the best alpha is about 4
+        times from the rule's (2.2 to 3.8 for output perturbation). Search with
+        a wide grid when the rule may be that far off for your data
+        (``docs/grid_search.rst``, "What a search can gain: the rule's bound").
     epsilon : float, default=1.0
         Privacy cost of the search, > 0 and finite. ``"disjoint"``: each candidate
         is trained at ``epsilon`` and the selection is made at ``epsilon``.
