@@ -58,3 +58,15 @@ def test_quick_results_are_git_ignored():
 
     ignore = (Path(common.REPO_ROOT) / ".gitignore").read_text().split()
     assert "benchmarks/results/quick/" in ignore
+
+
+def test_search_bound_backs_the_docs_claim():
+    # docs/grid_search.rst: by the rule's own bound, a perfect search over (1/3, 1, 3)
+    # times the rule loses to the rule for pure objective perturbation, even when the
+    # comparator norm is 3 times the prior guess; it wins only about 4 times away.
+    bound = pytest.importorskip("benchmarks.bench_search_bound")
+    (row,) = bound.run([(4_000, 10, 1.0, 0.0, "objective")])
+    assert row["eps0_over_eps"] == pytest.approx(0.5, abs=0.01)
+    assert row["split"] > row["rule_truth_x3"] and row["split"] > row["rule_truth_x1/3"]
+    assert 3.5 < row["break_even_alpha_above"] < 4.5
+    assert 1 / 4.5 < row["break_even_alpha_below"] < 1 / 3.5
