@@ -32,7 +32,8 @@ beyond-erm   Adult, robust accuracy of DPRobustLogisticRegression vs DPLogisticR
              L-infinity robust accuracy (--parts svc linf runs only the last two)
 defaults     what a user gets: dpsk's defaults and default search (pure and delta 1e-6) vs
              the oracle alpha, diffprivlib's default and oracle, and non-private, on
-             Adult and three generated families, same splits
+             Adult, scikit-learn's breast cancer, digits and wine, and three
+             generated families, same splits
 cm2008       Chaudhuri and Monteleoni (2008), Section 6: the separable and unseparable
              synthetic sets (d = 10), Figure 1's table and Figure 2's curves
 learning-curve  Adult, test error against the training-set size at fixed epsilon (default,
