@@ -98,11 +98,23 @@ FAMILIES = (
 )
 QUICK_FAMILIES = FAMILIES[:2]
 LARGE_FAMILY = ("g9-n1e6-d20", 1_000_000, 20, 4.0, 0.5, 1.0)
-#: Multiclass check (never calibrated on): (name, n, d, separation, K, density).
+#: Multiclass families: (name, n, d, separation, K, density[, extras]). ``extras``
+#: ``imbalance``: the largest class prior over the smallest (log-priors evenly spaced).
+#: The first two were the check of the binary rule; the others calibrate the softmax's
+#: prior shape in K (``dpsk.mechanisms._alpha``), with the first two.
 MULTICLASS = (
     ("m1-n1e4-d20-K3", 10_000, 20, 4.0, 3, 1.0),
     ("m2-n3e4-d50-K10", 30_000, 50, 4.0, 10, 1.0),
+    ("m3-n5e3-d10-K5", 5_000, 10, 4.0, 5, 1.0),
+    ("m4-n1e4-d30-K20", 10_000, 30, 4.0, 20, 1.0),
+    ("m5-n3e4-d20-K6-weak", 30_000, 20, 2.0, 6, 1.0),
+    ("m6-n2e4-d60-K10-strong-imb", 20_000, 60, 8.0, 10, 1.0, {"imbalance": 30.0}),
+    ("m7-n5e4-d20-K15", 50_000, 20, 4.0, 15, 1.0),
+    ("m8-n3e3-d40-K4-imb", 3_000, 40, 4.0, 4, 1.0, {"imbalance": 5.0}),
 )
+#: Multiclass held-out sanity checks (never calibrated on): digits (10 classes, pixels /
+#: 128), wine and iris (3 classes, tiny), stratified 5-fold CV as the held-out group.
+MULTICLASS_HELD_OUT = ("digits10", "wine3", "iris")
 MULTICLASS_MECHANISMS = (("objective", 0.0, "multinomial"), ("objective", 1e-6, "multinomial"),
                          ("output", 0.0, "multinomial"), ("objective", 0.0, "ovr"))
 MULTICLASS_EPSILONS = (0.5, 2.0)
@@ -170,12 +182,28 @@ def _features(name, n_rows, d, extras, rng):
 
 def generate_multiclass(family, n_rows, rng):
     """Rows of norm <= 1 and labels in ``0..K-1``: the argmax of K noisy linear scores."""
-    name, _, d, separation, n_classes, _ = family
+    name, _, d, separation, n_classes, _ = family[:6]
+    extras = family[6] if len(family) > 6 else {}
     U = np.random.default_rng(zlib.crc32(name.encode())).normal(size=(d, n_classes))
     U /= np.linalg.norm(U, axis=0)
     X = _unit_rows(rng.normal(size=(n_rows, d)) / math.sqrt(d))
     scores = separation * math.sqrt(d) * X @ U + rng.gumbel(size=(n_rows, n_classes))
+    if "imbalance" in extras:
+        # Log-priors evenly spaced: class 0 the most frequent, K-1 the rarest.
+        scores -= np.linspace(0.0, math.log(extras["imbalance"]), n_classes)
     return X, np.argmax(scores, axis=1)
+
+
+def held_out_multiclass(name):
+    """X (rows of norm <= 1 by public bounds) and y in ``0..K-1`` of a bundled table."""
+    from sklearn.datasets import load_digits, load_iris, load_wine
+
+    if name == "digits10":
+        X, y = load_digits(return_X_y=True)
+        return X / 128.0, y
+    X, y = (load_wine if name == "wine3" else load_iris)(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return _unit_rows(X / math.sqrt(X.shape[1])), y
 
 
 def _offset(score, balance):
@@ -410,6 +438,10 @@ def plot(summary, name="alpha_rule"):
 
 def _splits(kind, name, folds, seed):
     """The train/test splits of one data set, exactly as :func:`_cell` makes them."""
+    if kind == "multiclass" and name in MULTICLASS_HELD_OUT:
+        X_all, y_all = held_out_multiclass(name)
+        return [(X_all[tr], y_all[tr], X_all[te], y_all[te])
+                for tr, te in C.cv_folds(y_all, n_splits=5, seed=seed)[:folds]]
     if kind in ("generated", "multiclass"):
         if kind == "multiclass":
             family, make = next(f for f in MULTICLASS if f[0] == name), generate_multiclass
@@ -540,6 +572,9 @@ def _tasks(args, families, held, draws):
     if "multiclass" in args.groups:
         tasks += [("multiclass", f[0], f"{p}-{mode}", dl, e, draws, 1, args.seed)
                   for f in MULTICLASS for p, dl, mode in MULTICLASS_MECHANISMS
+                  for e in MULTICLASS_EPSILONS]
+        tasks += [("multiclass", h, f"{p}-{mode}", dl, e, draws, args.folds, args.seed)
+                  for h in MULTICLASS_HELD_OUT for p, dl, mode in MULTICLASS_MECHANISMS
                   for e in MULTICLASS_EPSILONS]
     if args.datasets:
         tasks = [t for t in tasks if t[1] in args.datasets]
