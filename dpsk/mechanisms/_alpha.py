@@ -205,8 +205,12 @@ def excess_risk_bound(alpha, n, d, epsilon, delta=0.0, *, loss, perturbation, n_
         noise += 0.5 * (curvature_trace / size + strength) * residual_moment
     else:
         noise = 0.5 * (curvature_trace / size + strength) * second_moment
-    return noise + 0.5 * strength * prior_size(d, loss_alpha.n_outputs, prior_norm,
-                                               prior_exponent)
+    # The binary bias in exactly its former arithmetic (same bits); the softmax's
+    # is that of one pair of classes times the (K - 1) / 2 of prior_size.
+    bias = 0.5 * strength * prior_norm**2 * d**prior_exponent
+    if loss_alpha.n_outputs > 1:
+        bias *= _class_pairs_factor(loss_alpha.n_outputs)
+    return noise + bias
 
 
 def prior_size(d, n_outputs, prior_norm, prior_exponent):
@@ -240,10 +244,13 @@ def prior_size(d, n_outputs, prior_norm, prior_exponent):
     -------
     float
     """
-    if n_outputs == 1:
-        # Exactly the binary prior's arithmetic (its pinned values must not move).
-        return prior_norm**2 * d**prior_exponent
-    return prior_norm**2 * d**prior_exponent * (n_outputs - 1) / 2.0
+    prior = prior_norm**2 * d**prior_exponent
+    return prior if n_outputs == 1 else prior * _class_pairs_factor(n_outputs)
+
+
+def _class_pairs_factor(n_classes):
+    """``(K - 1) / 2``: the centred softmax comparator's norm in binary priors."""
+    return (n_classes - 1) / 2.0
 
 
 def _gradient_error(loss, n, size, alpha, epsilon, delta, n_problems):
