@@ -403,6 +403,101 @@ def cross_validate_families(rows, candidates=PRIOR_CANDIDATES, exponents=PRIOR_E
     return out
 
 
+#: Exponents ``q`` of the softmax prior's growth in the number of classes tried by
+#: :func:`calibrate_multiclass`: ``||W0||^2 = r^2 d (K - 1)^q / 2``; ``q = 1`` is the
+#: derived shape in use (``dpsk.mechanisms._alpha.prior_size``).
+CLASS_EXPONENTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def _n_classes(name):
+    """K of a multiclass data set (generated family or held-out table)."""
+    family = next((f for f in MULTICLASS if f[0] == name), None)
+    return family[4] if family is not None else {"digits10": 10, "wine3": 3, "iris": 3}[name]
+
+
+def _multiclass_candidate_table(rows, exponents=CLASS_EXPONENTS):
+    """``{shape: {cell: (within, regret, rule alpha)}}`` on the stored multinomial curves.
+
+    Shapes: ``"K d"`` (the prior before the pair count, ``r^2 K d``) and ``q`` in
+    ``exponents`` (``r^2 d (K - 1)^q / 2``), both with the binary ``r`` of each
+    mechanism, passed to the rule through an equivalent ``prior_norm`` (the rule
+    computes ``prior_norm^2 d (K - 1) / 2`` for the softmax). Errors are
+    interpolated in ``log10 alpha`` as in :func:`calibrate`; no model is refitted.
+    """
+    from dpsk._optimize._losses import MultinomialLoss
+    from dpsk.mechanisms._alpha import PRIOR_NORM, auto_alpha
+
+    curves = {}
+    for r in rows:
+        if r["group"] != "multiclass" or r["rule"] or not r["perturbation"].endswith("nomial"):
+            continue
+        key = (r["dataset"], r["perturbation"], r["delta"], r["epsilon"], r["n_train"], r["d"])
+        curves.setdefault(key, []).append((math.log10(r["alpha"]), r["error"], r["se"]))
+    shapes = {"K d": lambda k: math.sqrt(2.0 * k / (k - 1))}
+    shapes.update({q: (lambda k, q=q: (k - 1) ** ((q - 1) / 2)) for q in exponents})
+    table = {}
+    for key, curve in curves.items():
+        name, perturbation, delta, epsilon, n, d = key
+        mechanism = perturbation.partition("-")[0]
+        k = _n_classes(name)
+        curve.sort()
+        xs, errs, ses = zip(*curve)
+        best = int(np.argmin(errs))
+        tolerance = max(0.005, 2.0 * ses[best])
+        for shape, factor in shapes.items():
+            alpha = auto_alpha(n, d + 1, epsilon, delta, loss=MultinomialLoss(k),
+                               perturbation=mechanism,
+                               prior_norm=PRIOR_NORM[mechanism] * factor(k))
+            error = float(np.interp(math.log10(alpha), xs, errs))
+            table.setdefault(shape, {})[key] = (error <= errs[best] + tolerance,
+                                                error - errs[best], alpha)
+    return table
+
+
+def calibrate_multiclass(rows, exponents=CLASS_EXPONENTS):
+    """Cells within tolerance, mean and worst regret of each softmax prior shape.
+
+    Per shape (see :func:`_multiclass_candidate_table`), per mechanism and for
+    the generated families (which calibrate) and the held-out tables (which
+    check) apart; then leave one generated family out: ``q`` chosen on the
+    other families (most cells within, then the smallest worst regret), scored
+    on the one left out.
+    """
+    table = _multiclass_candidate_table(rows, exponents)
+    held = set(MULTICLASS_HELD_OUT)
+    out = []
+    for shape, cells in table.items():
+        for group in ("generated", "held-out"):
+            for mechanism in ("objective", "output", "all"):
+                picked = [v for key, v in cells.items()
+                          if (key[0] in held) == (group == "held-out")
+                          and mechanism in ("all", key[1].partition("-")[0])]
+                if picked:
+                    out.append({"shape": shape if shape == "K d" else f"q={shape:g}",
+                                "group": group, "perturbation": mechanism,
+                                "within": sum(w for w, _, _ in picked), "cells": len(picked),
+                                "mean_regret": round(float(np.mean([g for _, g, _ in picked])), 5),
+                                "max_regret": round(float(np.max([g for _, g, _ in picked])), 5)})
+    families = sorted({key[0] for key in table[exponents[0]] if key[0] not in held})
+    within, cells, chosen = 0, 0, []
+    for family in families:
+        def score(q):
+            picked = [v for key, v in table[q].items()
+                      if key[0] not in held and key[0] != family]
+            return sum(w for w, _, _ in picked), -max(g for _, g, _ in picked)
+
+        best = max(exponents, key=score)
+        chosen.append(f"{family}:q={best:g}")
+        left_out = [v for key, v in table[best].items() if key[0] == family]
+        within += sum(w for w, _, _ in left_out)
+        cells += len(left_out)
+    out.append({"shape": "q chosen without the family", "group": "generated, left out",
+                "perturbation": "all", "within": within, "cells": cells,
+                "mean_regret": float("nan"), "max_regret": float("nan"),
+                "choices": " ".join(chosen)})
+    return out
+
+
 def plot(summary, name="alpha_rule"):
     plt = C.get_pyplot()
     if plt is None:
@@ -616,7 +711,8 @@ def main(argv=None):
                         help="only redraw alpha_rule.png from the stored summary CSVs")
     parser.add_argument("--calibrate-stored", action="store_true",
                         help="only recompute alpha_rule_calibration*.csv from the stored "
-                             "generated curves (candidates and leave-one-family-out)")
+                             "generated curves (candidates and leave-one-family-out); with "
+                             "--groups multiclass, the softmax prior's shapes instead")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
     C.set_quick(args.quick)
@@ -630,6 +726,8 @@ def main(argv=None):
         _publish_plot(_stored_summaries())
         return 0
     if args.calibrate_stored:
+        if "multiclass" in args.groups:
+            return _calibrate_multiclass_stored()
         return _calibrate_stored()
     suffix = "" if len(args.groups) == 2 else "_" + args.groups[0].replace("-", "_")
     tasks = _tasks(args, families, held, draws)
@@ -673,6 +771,18 @@ def main(argv=None):
     print(counts(summary))
     if not args.no_plot:
         _publish_plot(summary if len(args.groups) == 2 else _stored_summaries())
+    return 0
+
+
+def _calibrate_multiclass_stored():
+    """The softmax prior's shapes on the stored multiclass curves, written and printed."""
+    table = calibrate_multiclass(_stored_rows("alpha_rule_multiclass"))
+    C.write_csv("alpha_rule_calibration_multiclass", table, comment_lines=[
+        f"command: {C.command_line()}", f"machine: {C.machine_line()}",
+        "multinomial cells of alpha_rule_multiclass.csv; softmax prior r^2 K d, or "
+        "r^2 d (K-1)^q / 2 (q = 1 in use), r the binary constant of each mechanism; "
+        "error at the rule's alpha interpolated in log alpha"])
+    print(C.format_table(table, list(table[-1])))
     return 0
 
 
