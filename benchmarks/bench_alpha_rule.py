@@ -32,8 +32,10 @@ Groups of data sets, kept apart:
   and wine (cultivar 1 vs the rest), and the three generated families of
   ``python -m benchmarks defaults`` (``bench_defaults.make_family``);
   stratified 5-fold CV, the first ``F`` folds.
-* **multiclass** (check): two generated families with 3 and 10 classes,
-  multinomial and one-vs-rest models.
+* **multiclass**: eight generated families with 3 to 20 classes (:data:`MULTICLASS`;
+  they chose the softmax prior's shape in ``K``, :func:`calibrate_multiclass`) and
+  digits (10 classes), wine and iris (3) as held-out checks (stratified 5-fold CV,
+  the first ``F`` folds); multinomial and one-vs-rest models, epsilon 0.5 and 2.
 * **large**: one generated family at ``n = 1e6`` (objective perturbation).
 
 Mechanisms: objective and output perturbation, pure (``delta = 0``) and
@@ -98,11 +100,23 @@ FAMILIES = (
 )
 QUICK_FAMILIES = FAMILIES[:2]
 LARGE_FAMILY = ("g9-n1e6-d20", 1_000_000, 20, 4.0, 0.5, 1.0)
-#: Multiclass check (never calibrated on): (name, n, d, separation, K, density).
+#: Multiclass families: (name, n, d, separation, K, density[, extras]). ``extras``
+#: ``imbalance``: the largest class prior over the smallest (log-priors evenly spaced).
+#: The first two were the check of the binary rule; the others calibrate the softmax's
+#: prior shape in K (``dpsk.mechanisms._alpha``), with the first two.
 MULTICLASS = (
     ("m1-n1e4-d20-K3", 10_000, 20, 4.0, 3, 1.0),
     ("m2-n3e4-d50-K10", 30_000, 50, 4.0, 10, 1.0),
+    ("m3-n5e3-d10-K5", 5_000, 10, 4.0, 5, 1.0),
+    ("m4-n1e4-d30-K20", 10_000, 30, 4.0, 20, 1.0),
+    ("m5-n3e4-d20-K6-weak", 30_000, 20, 2.0, 6, 1.0),
+    ("m6-n2e4-d60-K10-strong-imb", 20_000, 60, 8.0, 10, 1.0, {"imbalance": 30.0}),
+    ("m7-n5e4-d20-K15", 50_000, 20, 4.0, 15, 1.0),
+    ("m8-n3e3-d40-K4-imb", 3_000, 40, 4.0, 4, 1.0, {"imbalance": 5.0}),
 )
+#: Multiclass held-out sanity checks (never calibrated on): digits (10 classes, pixels /
+#: 128), wine and iris (3 classes, tiny), stratified 5-fold CV as the held-out group.
+MULTICLASS_HELD_OUT = ("digits10", "wine3", "iris")
 MULTICLASS_MECHANISMS = (("objective", 0.0, "multinomial"), ("objective", 1e-6, "multinomial"),
                          ("output", 0.0, "multinomial"), ("objective", 0.0, "ovr"))
 MULTICLASS_EPSILONS = (0.5, 2.0)
@@ -164,12 +178,28 @@ def _features(name, n_rows, d, extras, rng):
 
 def generate_multiclass(family, n_rows, rng):
     """Rows of norm <= 1 and labels in ``0..K-1``: the argmax of K noisy linear scores."""
-    name, _, d, separation, n_classes, _ = family
+    name, _, d, separation, n_classes, _ = family[:6]
+    extras = family[6] if len(family) > 6 else {}
     U = np.random.default_rng(zlib.crc32(name.encode())).normal(size=(d, n_classes))
     U /= np.linalg.norm(U, axis=0)
     X = C.unit_rows(rng.normal(size=(n_rows, d)) / math.sqrt(d))
     scores = separation * math.sqrt(d) * X @ U + rng.gumbel(size=(n_rows, n_classes))
+    if "imbalance" in extras:
+        # Log-priors evenly spaced: class 0 the most frequent, K-1 the rarest.
+        scores -= np.linspace(0.0, math.log(extras["imbalance"]), n_classes)
     return X, np.argmax(scores, axis=1)
+
+
+def held_out_multiclass(name):
+    """X (rows of norm <= 1 by public bounds) and y in ``0..K-1`` of a bundled table."""
+    from sklearn.datasets import load_digits, load_iris, load_wine
+
+    if name == "digits10":
+        X, y = load_digits(return_X_y=True)
+        return X / 128.0, y
+    X, y = (load_wine if name == "wine3" else load_iris)(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return _unit_rows(X / math.sqrt(X.shape[1])), y
 
 
 def _offset(score, balance):
@@ -357,6 +387,101 @@ def cross_validate_families(rows, candidates=PRIOR_CANDIDATES, exponents=PRIOR_E
     return out
 
 
+#: Exponents ``q`` of the softmax prior's growth in the number of classes tried by
+#: :func:`calibrate_multiclass`: ``||W0||^2 = r^2 d (K - 1)^q / 2``; ``q = 1`` is the
+#: derived shape in use (``dpsk.mechanisms._alpha.prior_size``).
+CLASS_EXPONENTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def _n_classes(name):
+    """K of a multiclass data set (generated family or held-out table)."""
+    family = next((f for f in MULTICLASS if f[0] == name), None)
+    return family[4] if family is not None else {"digits10": 10, "wine3": 3, "iris": 3}[name]
+
+
+def _multiclass_candidate_table(rows, exponents=CLASS_EXPONENTS):
+    """``{shape: {cell: (within, regret, rule alpha)}}`` on the stored multinomial curves.
+
+    Shapes: ``"K d"`` (the prior before the pair count, ``r^2 K d``) and ``q`` in
+    ``exponents`` (``r^2 d (K - 1)^q / 2``), both with the binary ``r`` of each
+    mechanism, passed to the rule through an equivalent ``prior_norm`` (the rule
+    computes ``prior_norm^2 d (K - 1) / 2`` for the softmax). Errors are
+    interpolated in ``log10 alpha`` as in :func:`calibrate`; no model is refitted.
+    """
+    from dpsk._optimize._losses import MultinomialLoss
+    from dpsk.mechanisms._alpha import PRIOR_NORM, auto_alpha
+
+    curves = {}
+    for r in rows:
+        if r["group"] != "multiclass" or r["rule"] or not r["perturbation"].endswith("nomial"):
+            continue
+        key = (r["dataset"], r["perturbation"], r["delta"], r["epsilon"], r["n_train"], r["d"])
+        curves.setdefault(key, []).append((math.log10(r["alpha"]), r["error"], r["se"]))
+    shapes = {"K d": lambda k: math.sqrt(2.0 * k / (k - 1))}
+    shapes.update({q: (lambda k, q=q: (k - 1) ** ((q - 1) / 2)) for q in exponents})
+    table = {}
+    for key, curve in curves.items():
+        name, perturbation, delta, epsilon, n, d = key
+        mechanism = perturbation.partition("-")[0]
+        k = _n_classes(name)
+        curve.sort()
+        xs, errs, ses = zip(*curve)
+        best = int(np.argmin(errs))
+        tolerance = max(0.005, 2.0 * ses[best])
+        for shape, factor in shapes.items():
+            alpha = auto_alpha(n, d + 1, epsilon, delta, loss=MultinomialLoss(k),
+                               perturbation=mechanism,
+                               prior_norm=PRIOR_NORM[mechanism] * factor(k))
+            error = float(np.interp(math.log10(alpha), xs, errs))
+            table.setdefault(shape, {})[key] = (error <= errs[best] + tolerance,
+                                                error - errs[best], alpha)
+    return table
+
+
+def calibrate_multiclass(rows, exponents=CLASS_EXPONENTS):
+    """Cells within tolerance, mean and worst regret of each softmax prior shape.
+
+    Per shape (see :func:`_multiclass_candidate_table`), per mechanism and for
+    the generated families (which calibrate) and the held-out tables (which
+    check) apart; then leave one generated family out: ``q`` chosen on the
+    other families (most cells within, then the smallest worst regret), scored
+    on the one left out.
+    """
+    table = _multiclass_candidate_table(rows, exponents)
+    held = set(MULTICLASS_HELD_OUT)
+    out = []
+    for shape, cells in table.items():
+        for group in ("generated", "held-out"):
+            for mechanism in ("objective", "output", "all"):
+                picked = [v for key, v in cells.items()
+                          if (key[0] in held) == (group == "held-out")
+                          and mechanism in ("all", key[1].partition("-")[0])]
+                if picked:
+                    out.append({"shape": shape if shape == "K d" else f"q={shape:g}",
+                                "group": group, "perturbation": mechanism,
+                                "within": sum(w for w, _, _ in picked), "cells": len(picked),
+                                "mean_regret": round(float(np.mean([g for _, g, _ in picked])), 5),
+                                "max_regret": round(float(np.max([g for _, g, _ in picked])), 5)})
+    families = sorted({key[0] for key in table[exponents[0]] if key[0] not in held})
+    within, cells, chosen = 0, 0, []
+    for family in families:
+        def score(q):
+            picked = [v for key, v in table[q].items()
+                      if key[0] not in held and key[0] != family]
+            return sum(w for w, _, _ in picked), -max(g for _, g, _ in picked)
+
+        best = max(exponents, key=score)
+        chosen.append(f"{family}:q={best:g}")
+        left_out = [v for key, v in table[best].items() if key[0] == family]
+        within += sum(w for w, _, _ in left_out)
+        cells += len(left_out)
+    out.append({"shape": "q chosen without the family", "group": "generated, left out",
+                "perturbation": "all", "within": within, "cells": cells,
+                "mean_regret": float("nan"), "max_regret": float("nan"),
+                "choices": " ".join(chosen)})
+    return out
+
+
 def plot(summary, name="alpha_rule"):
     plt = C.get_pyplot()
     if plt is None:
@@ -392,6 +517,10 @@ def plot(summary, name="alpha_rule"):
 
 def _splits(kind, name, folds, seed):
     """The train/test splits of one data set, exactly as :func:`_cell` makes them."""
+    if kind == "multiclass" and name in MULTICLASS_HELD_OUT:
+        X_all, y_all = held_out_multiclass(name)
+        return [(X_all[tr], y_all[tr], X_all[te], y_all[te])
+                for tr, te in C.cv_folds(y_all, n_splits=5, seed=seed)[:folds]]
     if kind in ("generated", "multiclass"):
         if kind == "multiclass":
             family, make = next(f for f in MULTICLASS if f[0] == name), generate_multiclass
@@ -523,6 +652,9 @@ def _tasks(args, families, held, draws):
         tasks += [("multiclass", f[0], f"{p}-{mode}", dl, e, draws, 1, args.seed)
                   for f in MULTICLASS for p, dl, mode in MULTICLASS_MECHANISMS
                   for e in MULTICLASS_EPSILONS]
+        tasks += [("multiclass", h, f"{p}-{mode}", dl, e, draws, args.folds, args.seed)
+                  for h in MULTICLASS_HELD_OUT for p, dl, mode in MULTICLASS_MECHANISMS
+                  for e in MULTICLASS_EPSILONS]
     if args.datasets:
         tasks = [t for t in tasks if t[1] in args.datasets]
     if args.mechanisms:
@@ -563,7 +695,8 @@ def main(argv=None):
                         help="only redraw alpha_rule.png from the stored summary CSVs")
     parser.add_argument("--calibrate-stored", action="store_true",
                         help="only recompute alpha_rule_calibration*.csv from the stored "
-                             "generated curves (candidates and leave-one-family-out)")
+                             "generated curves (candidates and leave-one-family-out); with "
+                             "--groups multiclass, the softmax prior's shapes instead")
     parser.add_argument("--no-plot", action="store_true")
     args = parser.parse_args(argv)
     C.set_quick(args.quick)
@@ -577,6 +710,8 @@ def main(argv=None):
         _publish_plot(_stored_summaries())
         return 0
     if args.calibrate_stored:
+        if "multiclass" in args.groups:
+            return _calibrate_multiclass_stored()
         return _calibrate_stored()
     suffix = "" if len(args.groups) == 2 else "_" + args.groups[0].replace("-", "_")
     tasks = _tasks(args, families, held, draws)
@@ -620,6 +755,18 @@ def main(argv=None):
     print(counts(summary))
     if not args.no_plot:
         _publish_plot(summary if len(args.groups) == 2 else _stored_summaries())
+    return 0
+
+
+def _calibrate_multiclass_stored():
+    """The softmax prior's shapes on the stored multiclass curves, written and printed."""
+    table = calibrate_multiclass(_stored_rows("alpha_rule_multiclass"))
+    C.write_csv("alpha_rule_calibration_multiclass", table, comment_lines=[
+        f"command: {C.command_line()}", f"machine: {C.machine_line()}",
+        "multinomial cells of alpha_rule_multiclass.csv; softmax prior r^2 K d, or "
+        "r^2 d (K-1)^q / 2 (q = 1 in use), r the binary constant of each mechanism; "
+        "error at the rule's alpha interpolated in log alpha"])
+    print(C.format_table(table, list(table[-1])))
     return 0
 
 

@@ -30,8 +30,8 @@ from scipy.optimize import minimize_scalar
 from ._erm import _noise_plan
 from ._gradient import noisy_gd_schedule
 
-__all__ = ["auto_alpha", "excess_risk_bound", "resolve_alpha", "PRIOR_NORM", "PRIOR_EXPONENT",
-           "ALPHA_RANGE"]
+__all__ = ["auto_alpha", "excess_risk_bound", "prior_size", "resolve_alpha", "PRIOR_NORM",
+           "PRIOR_EXPONENT", "ALPHA_RANGE"]
 
 #: The prior guess of the comparator's size, per mechanism: ``||w0||^2 =
 #: PRIOR_NORM[perturbation]^2 * size^PRIOR_EXPONENT[perturbation]`` on rows of
@@ -48,6 +48,10 @@ __all__ = ["auto_alpha", "excess_risk_bound", "resolve_alpha", "PRIOR_NORM", "PR
 #: reads the prior also in its optimisation term ``||w0||^2 / (2 eta T)``, and
 #: its constant was calibrated on its own. Derivation and tables in
 #: ``docs/choosing_alpha.rst``.
+#: For the softmax (``K`` weight vectors of length ``d``) the prior counts pairs of
+#: classes, not weights: a centred comparator whose every pair ``(j, k)`` of classes
+#: is separated as a binary comparator is (``||w_j - w_k||^2 = r^2 d^p``) has
+#: ``||W0||^2 = r^2 d^p (K - 1) / 2`` (see :func:`prior_size`), not ``r^2 (K d)^p``.
 PRIOR_NORM = {"objective": 2.0, "output": 0.5, "gradient": 7.5}
 
 #: The exponent ``p`` of the prior's growth with the width (see :data:`PRIOR_NORM`).
@@ -148,7 +152,9 @@ def excess_risk_bound(alpha, n, d, epsilon, delta=0.0, *, loss, perturbation, n_
     minimiser, ``w`` the release and ``w0`` any comparator, the unregularised
     risk satisfies ``L(w) - L(w0) <= [J(w) - J(w_L)] + Lambda ||w0||^2 / 2``
     (because ``J(w_L) <= J(w0)``). The second term is the bias, with the prior
-    ``||w0||^2 = prior_norm^2 * size^prior_exponent``. The first is the noise term, in
+    ``||w0||^2 = prior_norm^2 * d^prior_exponent`` for one weight vector and
+    ``prior_norm^2 * d^prior_exponent * (K - 1) / 2`` for the ``K``-class
+    softmax (:func:`prior_size`). The first is the noise term, in
     expectation over the mechanism's noise (derivations in
     ``docs/choosing_alpha.rst``):
 
@@ -189,7 +195,7 @@ def excess_risk_bound(alpha, n, d, epsilon, delta=0.0, *, loss, perturbation, n_
     size = d * loss_alpha.n_outputs
     curvature_trace = float(loss_alpha.curvature) * getattr(loss_alpha, "hessian_rank", 1)
     if perturbation == "gradient":
-        prior = prior_norm**2 * size**prior_exponent
+        prior = prior_size(d, loss_alpha.n_outputs, prior_norm, prior_exponent)
         return (_noisy_gd_excess(loss_alpha, n, size, alpha, epsilon, delta, n_problems,
                                  curvature_trace, prior)
                 + 0.5 * alpha * prior)
@@ -210,7 +216,52 @@ def excess_risk_bound(alpha, n, d, epsilon, delta=0.0, *, loss, perturbation, n_
         noise += 0.5 * (curvature_trace / size + strength) * residual_moment
     else:
         noise = 0.5 * (curvature_trace / size + strength) * second_moment
-    return noise + 0.5 * strength * prior_norm**2 * size**prior_exponent
+    # The binary bias in exactly its former arithmetic (same bits); the softmax's
+    # is that of one pair of classes times the (K - 1) / 2 of prior_size.
+    bias = 0.5 * strength * prior_norm**2 * d**prior_exponent
+    if loss_alpha.n_outputs > 1:
+        bias *= _class_pairs_factor(loss_alpha.n_outputs)
+    return noise + bias
+
+
+def prior_size(d, n_outputs, prior_norm, prior_exponent):
+    """The prior guess ``||w0||^2`` of the comparator's squared norm.
+
+    One weight vector (a margin loss, ``n_outputs == 1``): ``r^2 d^p``, the
+    binary prior. The softmax's ``K = n_outputs`` weight vectors only matter
+    through their differences (adding one vector to all of them changes no
+    prediction), so take the comparator centred, ``sum_k w_k = 0``. Then
+    ``sum_{j < k} ||w_j - w_k||^2 = K sum_k ||w_k||^2 - ||sum_k w_k||^2 = K
+    ||W||^2``. Asking every pair of classes to be separated as well as a binary
+    comparator separates two classes, ``||w_j - w_k||^2 = r^2 d^p``, gives
+
+        ``||W0||^2 = (1 / K) (K (K - 1) / 2) r^2 d^p = r^2 d^p (K - 1) / 2``,
+
+    which grows like ``K / 2`` where ``r^2 (K d)^p`` grew like ``K``; at
+    ``K = 2`` it is half the binary prior, as the two-class softmax ``(w_0, w_1)
+    = (-w / 2, w / 2)`` of a logistic ``w`` has half its squared norm.
+    Derivation and measurements in ``docs/choosing_alpha.rst``.
+
+    Parameters
+    ----------
+    d : int
+        Length of one weight vector (the design's columns).
+    n_outputs : int
+        Weight vectors released together: 1, or ``K`` for the softmax.
+    prior_norm, prior_exponent : float
+        ``r`` and ``p``.
+
+    Returns
+    -------
+    float
+    """
+    prior = prior_norm**2 * d**prior_exponent
+    return prior if n_outputs == 1 else prior * _class_pairs_factor(n_outputs)
+
+
+def _class_pairs_factor(n_classes):
+    """``(K - 1) / 2``: the centred softmax comparator's norm in binary priors."""
+    return (n_classes - 1) / 2.0
 
 
 def _noisy_gd_excess(loss, n, size, alpha, epsilon, delta, n_problems, curvature_trace,
