@@ -199,7 +199,7 @@ def held_out_multiclass(name):
         return X / 128.0, y
     X, y = (load_wine if name == "wine3" else load_iris)(return_X_y=True)
     X = (X - X.mean(axis=0)) / X.std(axis=0)
-    return _unit_rows(X / math.sqrt(X.shape[1])), y
+    return C.unit_rows(X / math.sqrt(X.shape[1])), y
 
 
 def _offset(score, balance):
