@@ -44,10 +44,13 @@ def test_bound_is_the_sum_of_its_three_pieces(alpha, n, size, epsilon):
 
 
 def test_multinomial_bound_counts_all_weights_and_the_softmax_trace():
+    # The noise counts all K d weights; the prior counts pairs of classes,
+    # r^2 d (K - 1) / 2 (prior_size), as for the other mechanisms.
     loss = MultinomialLoss(4)
     bound = excess_risk_bound(1e-3, 5000, 11, 1.0, 1e-6, loss=loss, perturbation="gradient")
     size = 4 * 11
-    pieces = _pieces(1e-3, 5000, size, 1.0, 1e-6, PRIOR_NORM["gradient"]**2 * size, loss=loss)
+    prior = PRIOR_NORM["gradient"]**2 * 11 * (4 - 1) / 2
+    pieces = _pieces(1e-3, 5000, size, 1.0, 1e-6, prior, loss=loss)
     assert bound == pytest.approx(sum(pieces), rel=1e-12)
 
 

@@ -12,22 +12,29 @@ import pytest
 
 from dpsk import BudgetAccountant, DPKernelClassifier, DPLogisticRegression
 from dpsk._optimize._losses import HuberLoss, LogisticLoss, MultinomialLoss
-from dpsk.mechanisms._alpha import PRIOR_NORM, auto_alpha, excess_risk_bound, prior_size
+from dpsk.mechanisms._alpha import (
+    ALPHA_RANGE,
+    PRIOR_NORM,
+    auto_alpha,
+    excess_risk_bound,
+    prior_size,
+)
 from dpsk.model_selection import DPGridSearch
 
 MECHANISMS = [("objective", 0.0), ("objective", 1e-6), ("output", 0.0), ("output", 1e-6),
               ("gradient", 1e-6)]
 
 #: ``alpha="auto"`` of margin losses (binary and one-vs-rest) before the softmax prior
-#: changed (commit a156c21): these must keep their bits.
+#: changed (commit a156c21; noisy gradient descent's at its direct bound, commit
+#: 08141be): these must keep their bits.
 PINNED = [
     ((300, 6, 1.0, 0.0, "objective", 1), 0.010413647170920366),
     ((10000, 21, 0.5, 1e-6, "objective", 1), 0.0009325661054265659),
     ((5000, 11, 2.0, 0.0, "output", 1), 0.004579997461930633),
     ((20000, 51, 1.0, 1e-6, "output", 4), 0.0033489219356017935),
     ((3000, 31, 0.5, 0.0, "objective", 10), 0.04135535091182128),
-    ((2000, 11, 1.0, 1e-6, "gradient", 1), 0.004925473602628194),
-    ((2000, 11, 1.0, 1e-6, "gradient", 3), 0.006785900352373565),
+    ((2000, 11, 1.0, 1e-6, "gradient", 1), 0.0015149854494028517),
+    ((2000, 11, 1.0, 1e-6, "gradient", 3), 0.0019698229408480006),
 ]
 
 
@@ -70,11 +77,12 @@ def test_softmax_bias_is_pairs_of_binary_bias(perturbation, delta):
     kwargs = dict(loss=loss, perturbation=perturbation)
     with_prior = excess_risk_bound(1e-2, 3000, 11, 1.0, delta, **kwargs)
     without = excess_risk_bound(1e-2, 3000, 11, 1.0, delta, prior_norm=0.0, **kwargs)
-    strength = 1e-2 if perturbation != "objective" else None
     bias = with_prior - without
     assert bias > 0
-    if strength is not None:
-        assert bias == pytest.approx(0.5 * strength * r**2 * 11 * 2.0)
+    if perturbation == "output":  # solved at alpha itself
+        assert bias == pytest.approx(0.5 * 1e-2 * r**2 * 11 * 2.0)
+    if perturbation == "gradient":  # noisy GD reads the prior in its optimisation term too
+        assert bias > 0.5 * 1e-2 * r**2 * 11 * 2.0
 
 
 @pytest.mark.parametrize("n_classes", [3, 10, 20])
@@ -88,6 +96,11 @@ def test_softmax_rule_regularises_more_than_the_weight_count_prior(n_classes):
         new = auto_alpha(10**5, 21, 1.0, delta, loss=loss, perturbation=perturbation)
         old = auto_alpha(10**5, 21, 1.0, delta, loss=loss, perturbation=perturbation,
                          prior_norm=PRIOR_NORM[perturbation] * factor)
+        if perturbation == "gradient" and new == old:
+            # noisy GD's rule sits at the bottom of ALPHA_RANGE for both priors here
+            # (the number of steps regularises): nothing to compare.
+            assert new == pytest.approx(ALPHA_RANGE[0])
+            continue
         assert 1.05 < new / old <= factor * 1.01
 
 
