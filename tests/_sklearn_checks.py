@@ -18,3 +18,18 @@ WEIGHT_XFAILS = {
     "check_sample_weight_equivalence_on_sparse_data":
         "as on dense data: dpsk divides by the public n, not by sum(w), and adds noise",
 }
+
+
+def parametrize_with_checks(estimators, **kwargs):
+    """scikit-learn's ``parametrize_with_checks``, with its cases as a list.
+
+    scikit-learn 1.8 hands pytest a generator, which pytest 9.2 deprecates
+    (``PytestRemovedIn10Warning``); 1.9 already passes a list. The cases,
+    their ids and marks are the same.
+    """
+    import pytest
+    from sklearn.utils.estimator_checks import parametrize_with_checks as sklearn_checks
+
+    mark = sklearn_checks(estimators, **kwargs)
+    names, cases = mark.args
+    return pytest.mark.parametrize(names, list(cases), **mark.kwargs)

@@ -5,9 +5,8 @@ import warnings
 
 import numpy as np
 import pytest
-from _sklearn_checks import WEIGHT_XFAILS
+from _sklearn_checks import WEIGHT_XFAILS, parametrize_with_checks
 from sklearn.datasets import make_blobs, make_circles
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dpsk.mechanisms._erm
 from dpsk.accounting._ledger import BudgetAccountant, BudgetExceededError

@@ -4,13 +4,12 @@ import warnings
 
 import numpy as np
 import pytest
-from _sklearn_checks import WEIGHT_XFAILS
+from _sklearn_checks import WEIGHT_XFAILS, parametrize_with_checks
 from scipy import stats
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, Normalizer, StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dpsk import BudgetAccountant, BudgetExceededError, DPHuberSVM, DPLogisticRegression
 from dpsk.mechanisms._random import NoiseSource

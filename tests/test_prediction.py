@@ -23,10 +23,10 @@ import warnings
 
 import numpy as np
 import pytest
+from _sklearn_checks import parametrize_with_checks
 from scipy import stats
 from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dpsk.prediction._ensemble as ensemble_module
 import dpsk.prediction._vote as vote_module

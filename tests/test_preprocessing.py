@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _sklearn_checks import parametrize_with_checks
 from sklearn.base import clone
 from sklearn.compose import ColumnTransformer, make_column_transformer
 from sklearn.decomposition import PCA
@@ -20,7 +21,6 @@ from sklearn.preprocessing import (
     OrdinalEncoder,
     StandardScaler,
 )
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dpsk import (
     BudgetAccountant,

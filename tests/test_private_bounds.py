@@ -7,10 +7,10 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _sklearn_checks import parametrize_with_checks
 from scipy import stats
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from dpsk import BudgetAccountant, DPLogisticRegression, ExponentialEvent, check_pipeline
 from dpsk.mechanisms._random import NoiseSource

@@ -4,10 +4,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-from _sklearn_checks import WEIGHT_XFAILS
+from _sklearn_checks import WEIGHT_XFAILS, parametrize_with_checks
 from scipy import stats
 from scipy.optimize import minimize
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import dpsk.mechanisms._beyond_erm as robust_erm_module
 from dpsk import (

@@ -1,8 +1,7 @@
 """scikit-learn's own estimator checks over every public dpsk estimator."""
 
 import pytest
-from _sklearn_checks import WEIGHT_XFAILS
-from sklearn.utils.estimator_checks import parametrize_with_checks
+from _sklearn_checks import WEIGHT_XFAILS, parametrize_with_checks
 from sklearn.utils.validation import has_fit_parameter
 
 from dpsk import (

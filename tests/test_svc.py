@@ -6,8 +6,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import test_robust as robust
-from _sklearn_checks import WEIGHT_XFAILS
-from sklearn.utils.estimator_checks import parametrize_with_checks
+from _sklearn_checks import WEIGHT_XFAILS, parametrize_with_checks
 
 import dpsk._optimize._hinge_solver as hinge_module
 from dpsk import BudgetAccountant, DPLinearSVC
