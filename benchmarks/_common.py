@@ -90,27 +90,39 @@ def unit_rows(X):
     return X / np.maximum(norms, 1.0)[:, None]
 
 
-def load_bundled_table(name):
-    """One of :data:`BUNDLED_TABLES` as ``(X, y)``, rows of norm <= 1.
+def bundled_rows(name):
+    """A table bundled with scikit-learn as ``(X, y)``: rows of norm <= 1, labels as shipped.
 
-    Breast cancer and wine are standardised, then divided by ``sqrt(d)`` (the
-    norm of a standardised row with unit features) and rows above norm 1 are
-    shrunk to it; the standardisation reads the whole table, a stand-in for
-    feature scales a user would know. Digits' 64 pixels are in [0, 16], so a
-    row has norm <= 128, a public bound.
+    ``name`` is ``"breast_cancer"``, ``"wine"``, ``"iris"`` or ``"digits"``.
+    Breast cancer, wine and iris are standardised, then divided by ``sqrt(d)``
+    (the norm of a standardised row with unit features) and rows above norm 1
+    are shrunk to it; the standardisation reads the whole table, a stand-in
+    for feature scales a user would know. Digits' 64 pixels are in [0, 16], so
+    a row has norm <= 128, a public bound.
     """
-    from sklearn.datasets import load_breast_cancer, load_digits, load_wine
+    from sklearn.datasets import load_breast_cancer, load_digits, load_iris, load_wine
 
-    if name in ("breast_cancer", "wine"):
-        loader = load_breast_cancer if name == "breast_cancer" else load_wine
-        X, y = loader(return_X_y=True)
-        X = (X - X.mean(axis=0)) / X.std(axis=0)
-        X = unit_rows(X / math.sqrt(X.shape[1]))
-        return X, ((y == 0).astype(int) if name == "wine" else y)
     if name == "digits":
         X, y = load_digits(return_X_y=True)
-        return X / 128.0, (y >= 5).astype(int)
-    raise ValueError(f"unknown bundled table {name!r}; one of {BUNDLED_TABLES}")
+        return X / 128.0, y
+    loaders = {"breast_cancer": load_breast_cancer, "wine": load_wine, "iris": load_iris}
+    if name not in loaders:
+        raise ValueError(f"unknown bundled table {name!r}")
+    X, y = loaders[name](return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return unit_rows(X / math.sqrt(X.shape[1])), y
+
+
+def load_bundled_table(name):
+    """One of :data:`BUNDLED_TABLES` as a binary task ``(X, y)`` (:func:`bundled_rows`)."""
+    if name not in BUNDLED_TABLES:
+        raise ValueError(f"unknown bundled table {name!r}; one of {BUNDLED_TABLES}")
+    X, y = bundled_rows(name)
+    if name == "wine":
+        return X, (y == 0).astype(int)
+    if name == "digits":
+        return X, (y >= 5).astype(int)
+    return X, y
 
 
 def cv_folds(y, n_splits=10, seed=0):

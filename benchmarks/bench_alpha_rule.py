@@ -192,14 +192,7 @@ def generate_multiclass(family, n_rows, rng):
 
 def held_out_multiclass(name):
     """X (rows of norm <= 1 by public bounds) and y in ``0..K-1`` of a bundled table."""
-    from sklearn.datasets import load_digits, load_iris, load_wine
-
-    if name == "digits10":
-        X, y = load_digits(return_X_y=True)
-        return X / 128.0, y
-    X, y = (load_wine if name == "wine3" else load_iris)(return_X_y=True)
-    X = (X - X.mean(axis=0)) / X.std(axis=0)
-    return C.unit_rows(X / math.sqrt(X.shape[1])), y
+    return C.bundled_rows({"digits10": "digits", "wine3": "wine", "iris": "iris"}[name])
 
 
 def _offset(score, balance):

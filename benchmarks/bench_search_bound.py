@@ -64,9 +64,10 @@ def _costs(n, d, eps, delta, perturbation, factor, loss, eps0):
                           prior_norm=r)
 
     rule = best(n, eps, PRIOR_NORM[perturbation])
-    reference = bound(best(n, eps), n, eps)
+    truth = best(n, eps)
+    reference = bound(truth, n, eps)
     return (bound(rule, n, eps) / reference, bound(best(n0, eps0), n0, eps0) / reference,
-            best(n, eps) / rule)
+            truth / rule)
 
 
 def break_even(n, d, eps, delta, perturbation, loss, eps0, direction):
