@@ -498,7 +498,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         -m benchmarks defaults``. The rule's own bound says why: a budget
         split by 2 doubles it, while an alpha 3 times off costs a factor 1.67,
         so even a perfect selection wins only where the best alpha is about 4
-        times from the rule's (2.2 to 3.8 for output perturbation). Search with
+        times from the rule's (4.7 with this grid, whose outer candidates are
+        then off themselves; 2.2 to 3.8 for output perturbation). Search with
         a wide grid when the rule may be that far off for your data
         (``docs/grid_search.rst``, "What a search can gain: the rule's bound").
     epsilon : float, default=1.0
