@@ -289,6 +289,43 @@ def summarize(records, epsilons):
     return "\n".join(lines)
 
 
+#: The order of the rows in the Markdown tables of ``benchmarks/README.md``.
+MARKDOWN_ROWS = ("dpsk default, delta 1e-6", "dpsk default, pure", "dpsk search, delta 1e-6",
+                 "dpsk search, pure", "search ceiling, delta 1e-6", "search ceiling, pure",
+                 "diffprivlib default", "oracle, delta 1e-6", "oracle, pure",
+                 "diffprivlib oracle", "non-private")
+
+
+def markdown_tables(records, epsilons):
+    """Mean test error per data set as the Markdown tables of ``benchmarks/README.md``."""
+    blocks = []
+    for name in dict.fromkeys(r["dataset"] for r in records):
+        lines = [f"**{name}**", "",
+                 "| row | " + " | ".join(f"eps = {e:g}" for e in epsilons) + " |",
+                 "|---|" + "---|" * len(epsilons)]
+        for row in MARKDOWN_ROWS:
+            means = [[r["error"] for r in records if r["dataset"] == name
+                      and r["row"] == row and r["epsilon"] == eps] for eps in epsilons]
+            if not any(means):
+                continue
+            lines.append(f"| {row} | " + " | ".join(
+                f"{np.nanmean(m):.4f}" if m else "-" for m in means) + " |")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def read_records(name):
+    """The records of a stored ``<name>.csv``, typed as :func:`run` makes them."""
+    import csv
+
+    with open(C.results_dir() / f"{name}.csv") as fh:
+        rows = list(csv.DictReader(line for line in fh if not line.startswith("#")))
+    for r in rows:
+        r["epsilon"], r["error"] = float(r["epsilon"]), float(r["error"])
+        r["fold"], r["run"] = int(r["fold"]), int(r["run"])
+    return rows
+
+
 def _paired(records, name, eps, row):
     """``{(fold, run): error}`` of one row in one cell."""
     return {(r["fold"], r["run"]): r["error"] for r in records
@@ -367,6 +404,9 @@ def main(argv=None):
     parser.add_argument("--r-tables", action="store_true",
                         help="run the R tables (_r_tables.R_TABLES) instead, into "
                              "defaults_r_tables.csv")
+    parser.add_argument("--from-csv", action="store_true",
+                        help="fit nothing: print the tables, the targets and the Markdown "
+                             "tables of benchmarks/README.md from the stored CSV")
     parser.add_argument("--no-diffprivlib", action="store_true",
                         help="leave out the diffprivlib rows (no venv needed)")
     args = parser.parse_args(argv)
@@ -376,6 +416,14 @@ def main(argv=None):
         args.datasets = ["adult", "dense-small"]
     if args.r_tables:
         args.datasets = list(R_TABLES)
+    output = "defaults_r_tables" if args.r_tables else "defaults"
+    if args.from_csv:
+        records = read_records(output)
+        epsilons = sorted({r["epsilon"] for r in records})
+        print(summarize(records, epsilons))
+        print(targets(records))
+        print("\n" + markdown_tables(records, epsilons))
+        return 0
     C.limit_blas_threads()
     C.header("Defaults: what a user gets without an oracle")
     records = run(args.datasets, args.epsilons, args.folds, args.runs, args.seed,
@@ -383,7 +431,7 @@ def main(argv=None):
     table = summarize(records, args.epsilons)
     print(table)
     print(targets(records))
-    C.write_csv("defaults_r_tables" if args.r_tables else "defaults", records,
+    C.write_csv(output, records,
                 columns=["dataset", "epsilon", "fold", "run", "row", "error", "fit_time",
                          "status", "oracle_of"],
                 comment_lines=[C.command_line(), C.machine_line()])

