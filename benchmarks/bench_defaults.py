@@ -131,7 +131,7 @@ def _dpsk_rows(X, y, train, test, eps, seed):
         # Each run of the search trains at this budget (public: a function of epsilon,
         # delta and the grid's size), whatever it then selects.
         run_eps = search.best_estimator_.epsilon if hasattr(search, "best_estimator_") else None
-        for budget, key in ((eps, 3), (run_eps, 4)):
+        for budget, key, row_of in ((eps, 3, _fixed_row), (run_eps, 4, _run_row)):
             if budget is None:
                 continue
             for i, alpha in enumerate(ORACLE_ALPHAS):
@@ -139,8 +139,7 @@ def _dpsk_rows(X, y, train, test, eps, seed):
                     epsilon=budget, delta=delta, alpha=alpha, classes=[0, 1],
                     accountant=BudgetAccountant(),
                     random_state=C.seed_for(seed, key, int(delta > 0), i))
-                row = _fixed_row(alpha, tag) if key == 3 else _run_row(alpha, tag)
-                out[row] = C.fit_and_score(model, Xtr, ytr, Xte, yte)
+                out[row_of(alpha, tag)] = C.fit_and_score(model, Xtr, ytr, Xte, yte)
     return out
 
 
@@ -267,8 +266,18 @@ def run(datasets, epsilons, n_folds, runs, seed, with_diffprivlib=True):
     return add_oracles(records)
 
 
+def errors_by_cell(records):
+    """``{(data set, epsilon, row): [finite test errors]}``, read once for every table."""
+    cells = {}
+    for r in records:
+        if np.isfinite(r["error"]):
+            cells.setdefault((r["dataset"], r["epsilon"], r["row"]), []).append(r["error"])
+    return cells
+
+
 def summarize(records, epsilons):
     """Mean test error (standard error) per data set, row and epsilon, as a table."""
+    cells_of = errors_by_cell(records)
     lines = []
     for name in dict.fromkeys(r["dataset"] for r in records):
         lines.append(f"\n{name}: mean test error (standard error over folds x runs)")
@@ -277,8 +286,7 @@ def summarize(records, epsilons):
         for row in ROWS:
             cells = []
             for eps in epsilons:
-                errs = [r["error"] for r in records if r["dataset"] == name and r["row"] == row
-                        and r["epsilon"] == eps and np.isfinite(r["error"])]
+                errs = cells_of.get((name, eps, row), [])
                 if not errs:
                     cells.append(f"  {'-':16s}")
                     continue
@@ -298,18 +306,18 @@ MARKDOWN_ROWS = ("dpsk default, delta 1e-6", "dpsk default, pure", "dpsk search,
 
 def markdown_tables(records, epsilons):
     """Mean test error per data set as the Markdown tables of ``benchmarks/README.md``."""
+    cells_of = errors_by_cell(records)
     blocks = []
     for name in dict.fromkeys(r["dataset"] for r in records):
         lines = [f"**{name}**", "",
                  "| row | " + " | ".join(f"eps = {e:g}" for e in epsilons) + " |",
                  "|---|" + "---|" * len(epsilons)]
         for row in MARKDOWN_ROWS:
-            means = [[r["error"] for r in records if r["dataset"] == name
-                      and r["row"] == row and r["epsilon"] == eps] for eps in epsilons]
-            if not any(means):
+            errors = [cells_of.get((name, eps, row), []) for eps in epsilons]
+            if not any(errors):
                 continue
             lines.append(f"| {row} | " + " | ".join(
-                f"{np.nanmean(m):.4f}" if m else "-" for m in means) + " |")
+                f"{np.mean(e):.4f}" if e else "-" for e in errors) + " |")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -327,6 +335,7 @@ def rule_offsets(records, seed=0):
     from dpsk._optimize._losses import LogisticLoss
     from dpsk.mechanisms._alpha import auto_alpha
 
+    cells_of = errors_by_cell(records)
     rows = []
     for name in dict.fromkeys(r["dataset"] for r in records):
         X, y = load(name, seed)
@@ -335,8 +344,7 @@ def rule_offsets(records, seed=0):
         signal = float(np.linalg.norm(X[y == 1].mean(axis=0) - X[y == 0].mean(axis=0)))
         for eps in sorted({r["epsilon"] for r in records if r["dataset"] == name}):
             for tag, delta in (("pure", 0.0), ("delta 1e-6", DELTA)):
-                means = [np.nanmean([r["error"] for r in records if r["dataset"] == name
-                                     and r["epsilon"] == eps and r["row"] == _fixed_row(a, tag)])
+                means = [np.mean(cells_of[(name, eps, _fixed_row(a, tag))])
                          for a in ORACLE_ALPHAS]
                 best = ORACLE_ALPHAS[int(np.argmin(means))]
                 rule = auto_alpha(n, d, eps, delta, loss=LogisticLoss(),
