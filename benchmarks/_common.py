@@ -354,6 +354,19 @@ def write_csv(name, rows, columns=None, comment_lines=()):
     return path
 
 
+def read_csv(name, missing_ok=False):
+    """The rows (dicts of strings) of ``<results_dir()>/<name>.csv``, as :func:`write_csv` wrote it.
+
+    Its ``# `` comment lines are skipped. A missing file raises
+    ``FileNotFoundError``, or gives ``[]`` with ``missing_ok=True``.
+    """
+    path = results_dir() / f"{name}.csv"
+    if missing_ok and not path.exists():
+        return []
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(line for line in fh if not line.startswith("#")))
+
+
 def get_pyplot():
     """``matplotlib.pyplot`` with the Agg backend, or None when matplotlib is missing."""
     try:

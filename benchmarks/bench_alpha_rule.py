@@ -569,19 +569,14 @@ def diffprivlib_defaults(kind, name, folds, draws, seed, python):
 
 def _diffprivlib_table(args, families, held, draws):
     """dpsk's default (objective, pure, alpha="auto") against diffprivlib's default."""
-    import csv
-
     from .bench_diffprivlib import ensure_venv
 
     python, versions = ensure_venv()
     stored = {}
     for suffix in ("_generated", "_held_out", ""):
-        path = C.results_dir() / f"alpha_rule_summary{suffix}.csv"
-        if path.exists():
-            with open(path) as fh:
-                for r in csv.DictReader(line for line in fh if not line.startswith("#")):
-                    if r["perturbation"] == "objective" and float(r["delta"]) == 0:
-                        stored[(r["dataset"], float(r["epsilon"]))] = float(r["rule_error"])
+        for r in C.read_csv(f"alpha_rule_summary{suffix}", missing_ok=True):
+            if r["perturbation"] == "objective" and float(r["delta"]) == 0:
+                stored[(r["dataset"], float(r["epsilon"]))] = float(r["rule_error"])
     datasets = ([("generated", f[0], 1) for f in families if "generated" in args.groups]
                 + [("held-out", h, args.folds) for h in held if "held-out" in args.groups])
     rows = []
@@ -604,14 +599,8 @@ def _diffprivlib_table(args, families, held, draws):
 
 def _stored_rows(name, grid_only=True):
     """The rows of a stored ``<name>.csv`` (grid rows only by default), typed as by _cell."""
-    import csv
-
-    path = C.results_dir() / f"{name}.csv"
-    if not path.exists():
-        return []
-    with open(path) as fh:
-        reader = csv.DictReader(line for line in fh if not line.startswith("#"))
-        rows = [r for r in reader if r["rule"] == "False" or not grid_only]
+    rows = [r for r in C.read_csv(name, missing_ok=True)
+            if r["rule"] == "False" or not grid_only]
     for r in rows:
         for key in ("n_train", "d"):
             r[key] = int(r[key])
@@ -816,14 +805,11 @@ def _publish_plot(summary):
 
 def _stored_summaries():
     """The rule-vs-oracle rows of both groups, from the stored summary CSVs."""
-    import csv
-
     rows = []
     for suffix in ("_generated", "_held_out"):
-        with open(C.results_dir() / f"alpha_rule_summary{suffix}.csv") as fh:
-            for r in csv.DictReader(line for line in fh if not line.startswith("#")):
-                r["delta"] = float(r["delta"])
-                for key in ("oracle_error", "regret"):
-                    r[key] = float(r[key])
-                rows.append(r)
+        for r in C.read_csv(f"alpha_rule_summary{suffix}"):
+            r["delta"] = float(r["delta"])
+            for key in ("oracle_error", "regret"):
+                r[key] = float(r[key])
+            rows.append(r)
     return rows

@@ -363,10 +363,7 @@ def rule_offsets(records, seed=0):
 
 def read_records(name):
     """The records of a stored ``<name>.csv``, typed as :func:`run` makes them."""
-    import csv
-
-    with open(C.results_dir() / f"{name}.csv") as fh:
-        rows = list(csv.DictReader(line for line in fh if not line.startswith("#")))
+    rows = C.read_csv(name)
     for r in rows:
         r["epsilon"], r["error"] = float(r["epsilon"]), float(r["error"])
         r["fold"], r["run"] = int(r["fold"]), int(r["run"])

@@ -151,3 +151,11 @@ def test_defaults_rule_offsets_summarise_the_oracle_against_the_rule():
     assert summary["cells"] == 8
     assert 0.0 <= summary["within half a decade"] <= 1.0
     assert all(np.isfinite(v) for v in summary.values())
+
+
+def test_read_csv_reads_back_what_write_csv_wrote(results):
+    common.write_csv("roundtrip", [{"a": 0.5, "b": "x"}], comment_lines=["a comment"])
+    assert common.read_csv("roundtrip") == [{"a": "0.5", "b": "x"}]
+    assert common.read_csv("absent", missing_ok=True) == []
+    with pytest.raises(FileNotFoundError):
+        common.read_csv("absent")
