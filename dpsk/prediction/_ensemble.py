@@ -25,6 +25,7 @@ from ..accounting._ledger import BudgetAccountant
 from ..mechanisms._random import public_rng, validate_random_state
 from ..model_selection._search import _split_parts
 from ..pipeline._check import warn_from_calling_pipeline
+from ._secret import SecretStateMixin
 from ._stability import spend_per_row
 from ._vote import (
     averaged_answers,
@@ -92,8 +93,8 @@ def _fit_teacher(estimator, X, y):
     return estimator
 
 
-class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, ClassifierMixin,
-                           BaseEstimator):
+class DPPredictionEnsemble(SecretStateMixin, PrivacyAccountingMixin, MetaEstimatorMixin,
+                           ClassifierMixin, BaseEstimator):
     """Private prediction by subsample and aggregate (Dwork and Feldman, 2018).
 
     ``fit`` splits the rows at random into ``r`` disjoint parts and trains a
@@ -211,6 +212,10 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         "random_state": [Interval(Integral, 0, None, closed="left"), None],
         "aggregation": [StrOptions({"vote", "average"})],
     }
+
+    _secret_attribute = "_teachers"
+    _pickle_warning = TeachersInPickleWarning
+    _pickle_message = _PICKLE_MESSAGE
 
     def __init__(self, estimator, *, epsilon=1.0, n_teachers=None, target_error=0.05,
                  min_samples_per_teacher=100, classes=None, accountant=None, n_jobs=None,
@@ -382,14 +387,6 @@ class DPPredictionEnsemble(PrivacyAccountingMixin, MetaEstimatorMixin, Classifie
         # The distinct rows and their order are functions of the query, not the data.
         distinct, inverse = np.unique(X, axis=0, return_inverse=True)
         return epsilon, distinct, inverse
-
-    def __sklearn_is_fitted__(self):
-        return hasattr(self, "_teachers")
-
-    def __getstate__(self):
-        if "_teachers" in self.__dict__:
-            warnings.warn(_PICKLE_MESSAGE, TeachersInPickleWarning, stacklevel=2)
-        return super().__getstate__()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -7,7 +7,6 @@ each answer is that score plus Laplace noise at the bound over epsilon.
 Derivations in ``docs/prediction.rst``.
 """
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -37,6 +36,7 @@ from ..accounting._ledger import BudgetAccountant, BudgetExceededError
 from ..mechanisms._random import validate_random_state
 from ..pipeline._check import warn_from_calling_pipeline
 from ._laplace import GRID_STEPS, grid_sensitivity, laplace_on_grid
+from ._secret import SecretStateMixin
 from ._vote import _row_sources
 
 __all__ = ["DPStabilityPredictor", "ModelInPickleWarning", "score_sensitivity",
@@ -131,7 +131,8 @@ def spend_per_row(accountant, epsilon, n_answers, what="Answering", event=PureDP
         ) from None
 
 
-class DPStabilityPredictor(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
+class DPStabilityPredictor(SecretStateMixin, PrivacyAccountingMixin, ClassifierMixin,
+                           BaseEstimator):
     """Private prediction from one stable model (Dwork and Feldman 2018, Section 4.4).
 
     ``fit`` trains an L2-regularised logistic regression on all rows, with the
@@ -228,6 +229,10 @@ class DPStabilityPredictor(PrivacyAccountingMixin, ClassifierMixin, BaseEstimato
         "accountant": [BudgetAccountant, None],
         "random_state": [Interval(Integral, 0, None, closed="left"), None],
     }
+
+    _secret_attribute = "_weights"
+    _pickle_warning = ModelInPickleWarning
+    _pickle_message = _PICKLE_MESSAGE
 
     def __init__(self, *, epsilon=1.0, alpha=1e-2, fit_intercept=True, data_norm=1.0,
                  tol=1e-10, classes=None, accountant=None, random_state=None):
@@ -376,14 +381,6 @@ class DPStabilityPredictor(PrivacyAccountingMixin, ClassifierMixin, BaseEstimato
         """
         p = expit(self._noisy_scores(X, "Answering"))
         return np.column_stack([1.0 - p, p])
-
-    def __sklearn_is_fitted__(self):
-        return hasattr(self, "_weights")
-
-    def __getstate__(self):
-        if "_weights" in self.__dict__:
-            warnings.warn(_PICKLE_MESSAGE, ModelInPickleWarning, stacklevel=2)
-        return super().__getstate__()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
