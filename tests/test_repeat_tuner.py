@@ -24,6 +24,7 @@ from dpsk import BudgetAccountant, DPLogisticRegression
 from dpsk.accounting._events import ApproxDPEvent, RepeatAndSelectEvent, _event_from_dict
 from dpsk.accounting._renyi import (
     ORDERS,
+    component_rdp,
     gaussian_objective_rdp,
     mixture_rdp,
     pure_rdp,
@@ -33,9 +34,10 @@ from dpsk.accounting._renyi import (
 from dpsk.mechanisms._noise import gaussian_objective_delta
 from dpsk.mechanisms._random import NoiseSource
 from dpsk.model_selection import DPGridSearch, _repeat
-from dpsk.model_selection._repeat import plan_repeat
+from dpsk.model_selection._repeat import plan_repeat, score_noise
 from dpsk.model_selection._repeat_draws import (
     bernoulli_exp,
+    discrete_gaussian,
     discrete_laplace,
     truncated_negative_binomial,
 )
@@ -203,6 +205,54 @@ def test_score_noise_law_with_power():
     assert chi2_pvalue(0.4) > 1e-3
     assert abs(abs_mean_z(0.4)) < 3.3
     assert abs(abs_mean_z(0.44)) > 3.3  # noise 10% too small is rejected (z about 7)
+
+
+def test_gaussian_score_noise_law_with_power():
+    sigma2 = Fraction(400)
+    rng = NoiseSource.seeded(6)
+    z = np.array([discrete_gaussian(sigma2, rng) for _ in range(6000)])
+    support = np.arange(-200, 201)
+
+    def pmf(s2):
+        weights = np.exp(-support.astype(float) ** 2 / (2 * s2))
+        return weights / weights.sum()
+
+    counts = np.array([(z == s).sum() for s in support])
+    law = pmf(float(sigma2))
+    keep = law * len(z) >= 5
+    obs = np.append(counts[keep], len(z) - counts[keep].sum())
+    exp = np.append(law[keep], 1 - law[keep].sum()) * len(z)
+    assert stats.chisquare(obs, exp).pvalue > 1e-3
+
+    def variance_z(s2):
+        law = pmf(s2)
+        var = np.sum(law * support**2)
+        fourth = np.sum(law * support**4)
+        return (np.mean(z.astype(float) ** 2) - var) / math.sqrt((fourth - var**2) / len(z))
+
+    assert abs(variance_z(float(sigma2))) < 3.3
+    # Noise 10% too small (standard deviation 18 instead of 20) is rejected (z about 11).
+    assert abs(variance_z(0.81 * float(sigma2))) > 3.3
+
+
+@pytest.mark.parametrize("delta_c", [0.0, 1e-6])
+def test_score_noise_is_free_and_as_small_as_allowed(delta_c):
+    finals = [DPLogisticRegression(alpha=a, delta=delta_c) for a in (1e-3, 1e-1)]
+    finals.append(DPLogisticRegression(alpha=1e-2, perturbation="output", delta=1e-6))
+    plan = plan_repeat(finals, 5000, 2, 1.0, 1e-6)
+    for components, (kind, parameter) in zip(plan.event.candidates, plan.score_noises):
+        assert (kind, parameter) == score_noise(components)
+        if components[0][0] == "pure" and len(components) == 1:
+            # A pure run: discrete Laplace at the run's own epsilon.
+            assert kind == "laplace" and float(parameter) == pytest.approx(plan.run_epsilon)
+            continue
+        assert kind == "gaussian"
+        fit = sum(component_rdp(c, ORDERS) for c in components)
+        # The score's curve alpha / (2 sigma2) is below the fit's at every order (so
+        # one run's curve is the fit's: the score is free) ...
+        assert np.all(ORDERS / (2 * float(parameter)) <= fit)
+        # ... and noise 10% smaller would not be.
+        assert np.any(ORDERS / (2 * 0.81 * float(parameter)) > fit)
 
 
 def test_bernoulli_exp_is_exact_in_law():

@@ -44,7 +44,7 @@ from ..accounting._renyi import ORDERS, component_rdp, tnb_mean
 from ..linear_model._base import BaseDPLinearClassifier
 from ..mechanisms._erm import SOLVER_EPSILON_SHARE
 from ..mechanisms._noise import gaussian_objective_calibration
-from ._repeat_draws import discrete_laplace, truncated_negative_binomial
+from ._repeat_draws import discrete_gaussian, discrete_laplace, truncated_negative_binomial
 
 __all__ = ["RepeatPlan", "run_components", "plan_repeat", "repeat_and_select",
            "rule_alpha", "rule_cache", "default_mean_runs", "RUNS_PER_CANDIDATE",
@@ -204,24 +204,53 @@ def run_components(final, n_train, n_classes, epsilon, n_features=None, multipli
     )
 
 
-def score_epsilon(components):
-    """The discrete Laplace epsilon of a run's score, below the fit's curve everywhere.
+def score_noise(components):
+    """The noise of a run's score, with a Renyi curve below the fit's at every order.
 
     A changed row is either a training row (the score is a function of the
     model and unchanged validation rows) or a validation row (the model's law
     is the same, the count moves by at most one): one run's curve is the
     larger of the fit's and the score's. The score costs nothing extra when
-    its curve is below the fit's at every order: for a pure fit at
-    ``epsilon``, discrete Laplace at that ``epsilon``; otherwise the largest
-    ``e`` with ``alpha e^2 / 2 <= rho(alpha)`` at every order (an
-    ``e``-DP release is ``(alpha, alpha e^2 / 2)``-RDP, Bun and Steinke 2016).
+    its curve is below the fit's at every order of the grid:
+
+    * a pure fit at ``epsilon``: discrete Laplace at that ``epsilon``, returned
+      as ``("laplace", epsilon)`` (both releases are ``epsilon``-DP, and the
+      accountant's curve for that is the worst one for ``epsilon``-DP);
+    * any other fit: the discrete Gaussian of the smallest ``sigma2`` with
+      ``alpha / (2 sigma2) <= rho(alpha)`` at every order, ``("gaussian",
+      sigma2)``. A count of sensitivity 1 plus discrete Gaussian noise of
+      variance parameter ``sigma2`` is ``(alpha, alpha / (2 sigma2))``-RDP at
+      every ``alpha > 1`` (Canonne, Kamath and Steinke 2020, Section 2:
+      ``1 / (2 sigma2)``-zCDP; derived in ``docs/grid_search.rst``, "One
+      run's curve"). The discrete Laplace law allowed under the same
+      condition (the largest ``e`` with ``alpha e^2 / 2 <= rho(alpha)``, by Bun
+      and Steinke 2016, Proposition 1.4) has variance about ``2 / e^2 = 2
+      sigma2``: the Gaussian score has ``sqrt 2`` less noise for the same
+      privacy.
+
+    Returns
+    -------
+    (kind, parameter) : (str, Fraction)
+        Rounded toward less privacy loss (``epsilon`` down, ``sigma2`` up) to an
+        exact rational, so the exact samplers get an exact value.
     """
     if len(components) == 1 and components[0][0] == "pure":
-        return Fraction(components[0][1] * components[0][2])
+        return "laplace", Fraction(components[0][1] * components[0][2])
     curve = sum(component_rdp(c, ORDERS) for c in components)
-    # Rounded down to a dyadic fraction so the exact sampler gets an exact value.
-    value = math.sqrt(float(np.min(2.0 * curve / ORDERS))) * (1.0 - 1e-12)
-    return Fraction(value)
+    sigma2 = float(np.max(ORDERS / (2.0 * curve))) * (1.0 + 1e-12)
+    return "gaussian", Fraction(math.ceil(sigma2 * _SCORE_GRID), _SCORE_GRID)
+
+
+#: ``sigma2`` of a Gaussian score is rounded up to a multiple of ``1 / _SCORE_GRID``.
+_SCORE_GRID = 1024
+
+
+def draw_score_noise(spec, rng):
+    """One draw of the score noise ``spec`` (from :func:`score_noise`)."""
+    kind, parameter = spec
+    if kind == "laplace":
+        return discrete_laplace(parameter, rng)
+    return discrete_gaussian(parameter, rng)
 
 
 @dataclass(frozen=True)
@@ -234,8 +263,9 @@ class RepeatPlan:
         The ``epsilon`` every run's fit gets (its ``delta`` is the candidate's own).
     eta, gamma : Fraction
         The law ``D_(eta, gamma)`` of the number of runs.
-    score_epsilons : tuple of Fraction
-        Per candidate, the epsilon of its score's discrete Laplace noise.
+    score_noises : tuple of (str, Fraction)
+        Per candidate, its score's noise (:func:`score_noise`): ``("laplace",
+        epsilon)`` or ``("gaussian", sigma2)``.
     event : RepeatAndSelectEvent
         What the search spends.
     alphas : tuple of (float or None)
@@ -247,7 +277,7 @@ class RepeatPlan:
     run_epsilon: float
     eta: Fraction
     gamma: Fraction
-    score_epsilons: tuple
+    score_noises: tuple
     event: RepeatAndSelectEvent
     alphas: tuple = ()
 
@@ -383,7 +413,7 @@ def _plan(finals, n_train, n_classes, epsilon, delta, mean, n_features, multipli
         if isinstance(f.alpha, str) and f.alpha == "auto" else None
         for i, f in enumerate(finals))
     return RepeatPlan(run_epsilon=eps0, eta=eta, gamma=gamma,
-                      score_epsilons=tuple(score_epsilon(c) for c in candidates), event=event,
+                      score_noises=tuple(score_noise(c) for c in candidates), event=event,
                       alphas=alphas)
 
 
@@ -430,7 +460,7 @@ def repeat_and_select(plan, make_candidate, train, validation, noise):
     Draws ``K ~ D_(eta, gamma)`` exactly; run ``j`` draws a candidate ``i``
     uniformly, fits ``make_candidate(i, j)`` (at ``plan.run_epsilon``, on its
     own noise) on ``train`` and releases its number of correct predictions on
-    ``validation`` plus discrete Laplace noise at ``plan.score_epsilons[i]``.
+    ``validation`` plus the noise ``plan.score_noises[i]`` (:func:`score_noise`).
     The earliest run with the highest noisy count wins. ``K`` and the runs'
     candidates are local and dropped before returning.
 
@@ -447,7 +477,7 @@ def repeat_and_select(plan, make_candidate, train, validation, noise):
     """
     X_train, y_train, *fit_params = train
     X_val, y_val = validation
-    m = len(plan.score_epsilons)
+    m = len(plan.score_noises)
     n_runs = truncated_negative_binomial(plan.eta, plan.gamma, noise)
     best = best_score = best_index = None
     # Output perturbation's minimiser is the same for every run of a candidate:
@@ -459,7 +489,7 @@ def repeat_and_select(plan, make_candidate, train, validation, noise):
             with silenced():
                 estimator.fit(X_train, y_train, **(fit_params[0] if fit_params else {}))
                 correct = int(np.sum(estimator.predict(X_val) == y_val))
-            score = correct + discrete_laplace(plan.score_epsilons[i], noise)
+            score = correct + draw_score_noise(plan.score_noises[i], noise)
             if best is None or score > best_score:
                 best, best_score, best_index = estimator, score, i
             del estimator, correct

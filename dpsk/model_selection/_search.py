@@ -404,7 +404,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     is drawn exactly from a truncated negative binomial law with ``E[K] =
     max(1.5 m, 8)``; each run fits a uniformly drawn candidate on the training part at a
     planned per-run epsilon (and the candidate's own ``delta``) and scores it
-    by a discrete-Laplace-noised count of correct validation predictions; the
+    by a count of correct validation predictions plus exact integer noise
+    (discrete Laplace for pure candidates, discrete Gaussian for the others,
+    each as large as one run's own Renyi curve allows for free); the
     best run is released, with ``best_score_``. Privacy guarantee: the whole
     search is ``(epsilon, delta)``-DP, ``delta`` being the search's ``delta``
     (default: the largest candidate ``delta``); it is recorded as one
