@@ -255,6 +255,66 @@ def test_score_noise_is_free_and_as_small_as_allowed(delta_c):
         assert np.any(ORDERS / (2 * 0.81 * float(parameter)) > fit)
 
 
+@pytest.mark.parametrize("sigma2", [0.3, 4.0, 250.0])
+def test_discrete_gaussian_count_has_the_gaussian_curve(sigma2):
+    # D_a(N_Z(0, s2) || N_Z(1, s2)) <= a / (2 s2): the bound the Gaussian score
+    # relies on (docs/grid_search.rst, "One run's curve"), computed directly.
+    support = np.arange(-20_000, 20_001)
+
+    def log_pmf(shift):
+        log_w = -((support - shift) ** 2) / (2 * sigma2)
+        return log_w - np.logaddexp.reduce(log_w)
+
+    p, q = log_pmf(0), log_pmf(1)
+    for a in (1.1, 1.5, 2.0, 8.0, 64.0, 1024.0):
+        divergence = np.logaddexp.reduce(a * p + (1 - a) * q) / (a - 1)
+        assert divergence <= a / (2 * sigma2) * (1 + 1e-9)
+
+
+def test_score_noise_stays_below_the_fit_off_the_grid():
+    from dpsk.accounting._filter import ORDERS as FILTER_ORDERS
+
+    fine = np.concatenate([np.linspace(1.001, 2, 400), np.geomspace(2, 1024, 2000),
+                           FILTER_ORDERS])
+    finals = [DPLogisticRegression(alpha=a, delta=1e-6) for a in (1e-4, 1e-2, 1.0)]
+    finals += [DPLogisticRegression(alpha=1e-2, perturbation=p, delta=1e-6)
+               for p in ("output", "gradient")]
+    for n_classes in (2, 3):
+        classes = list(range(n_classes))
+        finals_k = [f.set_params(classes=classes, multi_class="ovr") for f in finals]
+        plan = plan_repeat(finals_k, 2000, n_classes, 0.3, 1e-6)
+        for components, (kind, s2) in zip(plan.event.candidates, plan.score_noises):
+            if kind == "gaussian":
+                fit = sum(component_rdp(c, fine) for c in components)
+                assert np.all(fine / (2 * float(s2)) <= fit * (1 + 1e-12))
+    # Above the grid the search's event reports no bound.
+    assert np.isinf(plan.event.rdp([2048.0])).all()
+    assert np.isfinite(plan.event.rdp([1024.0])).all()
+
+
+def test_each_run_is_scored_with_its_own_candidate_noise(monkeypatch):
+    X, y = _data()
+    drawn = []
+    real = _repeat.draw_score_noise
+    monkeypatch.setattr(_repeat, "draw_score_noise",
+                        lambda spec, rng: drawn.append(spec) or real(spec, rng))
+    fitted = []
+    real_fit = DPLogisticRegression.fit
+
+    def fit(self, *args, **kwargs):
+        fitted.append(self.perturbation)
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(DPLogisticRegression, "fit", fit)
+    grid = [{"alpha": [0.1], "delta": [0.0]},
+            {"alpha": [0.1], "perturbation": ["output"], "delta": [1e-6]}]
+    _search(grid, random_state=3).fit(X, y)
+    assert len(drawn) == len(fitted) > 0
+    # The pure candidate's runs get Laplace noise, the Gaussian one's Gaussian noise.
+    for perturbation, (kind, _) in zip(fitted, drawn):
+        assert kind == ("laplace" if perturbation == "objective" else "gaussian")
+
+
 def test_bernoulli_exp_is_exact_in_law():
     rng = NoiseSource.seeded(3)
     for gamma in (Fraction(1, 3), Fraction(5, 2)):

@@ -37,6 +37,7 @@ from ._events import (
     PureDPEvent,
     RepeatAndSelectEvent,
 )
+from ._renyi import ORDERS
 
 __all__ = ["COMPOSITION_METHODS", "compose_epsilon"]
 
@@ -153,7 +154,9 @@ def _pld_epsilon(events, delta):
 
 def _rdp_epsilon(events, delta):
     dp_accounting, _, _, rdp = _import_dp_accounting()
-    accountant = rdp.RdpAccountant()
+    # dpsk's own grid, not dp-accounting's default (equal today): a search's score
+    # noise is sized on this grid (RepeatAndSelectEvent.rdp).
+    accountant = rdp.RdpAccountant(orders=[float(a) for a in ORDERS])
     leftover = []  # events Renyi DP cannot describe: composed with the rest basically
     extra = 0.0  # curves dp-accounting cannot express, added order by order
     for event, count in Counter(events).items():

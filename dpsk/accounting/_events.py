@@ -387,9 +387,17 @@ class RepeatAndSelectEvent(PrivacyEvent):
         return self._epsilon_of(self.candidates, self.eta, self.gamma, self.delta)
 
     def rdp(self, orders=ORDERS):
-        """The Renyi DP of the whole search at each of ``orders`` (each > 1)."""
+        """The Renyi DP of the whole search at each of ``orders`` (each > 1).
+
+        ``inf`` (a valid, empty bound) above the largest order of
+        :data:`~dpsk.accounting._renyi.ORDERS`: a run's score noise is sized so
+        that its curve stays below the fit's up to that order only
+        (``dpsk.model_selection._repeat.score_noise``), and the candidates'
+        curves here are the fits'.
+        """
         orders = np.asarray(orders, dtype=float)
         run = mixture_rdp(self.candidates, orders)
+        run = np.where(orders <= ORDERS.max(), run, np.inf)
         return repeat_and_select_rdp(run, self.eta, self.gamma, orders)
 
     def _to_dict(self):

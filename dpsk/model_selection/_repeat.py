@@ -228,14 +228,23 @@ def score_noise(components):
       sigma2``: the Gaussian score has ``sqrt 2`` less noise for the same
       privacy.
 
+    The Gaussian's condition is checked on :data:`~dpsk.accounting._renyi.ORDERS`
+    only; it holds at every order up to the largest because every curve a run
+    can have (pure, Gaussian, Gaussian objective perturbation, and their sums)
+    has ``rho(alpha) / alpha`` non-increasing in ``alpha`` (checked
+    numerically for the pure curve), so the order that
+    sets ``sigma2`` is the largest and lower orders have room to spare
+    (``docs/grid_search.rst``, "One run's curve"). Above it the search's event
+    reports no bound (:meth:`RepeatAndSelectEvent.rdp`).
+
     Returns
     -------
     (kind, parameter) : (str, Fraction)
         Rounded toward less privacy loss (``epsilon`` down, ``sigma2`` up) to an
         exact rational, so the exact samplers get an exact value.
     """
-    if len(components) == 1 and components[0][0] == "pure":
-        return "laplace", Fraction(components[0][1] * components[0][2])
+    if len(components) == 1 and components[0][0] == "pure" and components[0][2] == 1:
+        return "laplace", Fraction(components[0][1])
     curve = sum(component_rdp(c, ORDERS) for c in components)
     sigma2 = float(np.max(ORDERS / (2.0 * curve))) * (1.0 + 1e-12)
     return "gaussian", Fraction(math.ceil(sigma2 * _SCORE_GRID), _SCORE_GRID)
