@@ -16,7 +16,7 @@ by every method), the test error of:
   {pure objective, Gaussian objective, noisy gradient descent} (m = 15);
 * ``repeat_gauss5``: ``method="repeat"``, 5 alphas of Gaussian objective perturbation;
 * ``default``: the untuned ``DPLogisticRegression(epsilon, delta=1e-6)``
-  (Gaussian objective perturbation, alpha=1e-3) at the whole budget;
+  (Gaussian objective perturbation, ``alpha="auto"``) at the whole budget;
 * ``oracle``: the best of the 15 candidates trained once on all training rows
   at the whole ``(epsilon, 1e-6)`` (chosen on the test set: not private).
 

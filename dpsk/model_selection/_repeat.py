@@ -204,6 +204,10 @@ def run_components(final, n_train, n_classes, epsilon, n_features=None, multipli
     )
 
 
+#: ``sigma2`` of a Gaussian score is rounded up to a multiple of ``1 / _SCORE_GRID``.
+_SCORE_GRID = 1024
+
+
 def score_noise(components):
     """The noise of a run's score, with a Renyi curve below the fit's at every order.
 
@@ -248,10 +252,6 @@ def score_noise(components):
     curve = sum(component_rdp(c, ORDERS) for c in components)
     sigma2 = float(np.max(ORDERS / (2.0 * curve))) * (1.0 + 1e-12)
     return "gaussian", Fraction(math.ceil(sigma2 * _SCORE_GRID), _SCORE_GRID)
-
-
-#: ``sigma2`` of a Gaussian score is rounded up to a multiple of ``1 / _SCORE_GRID``.
-_SCORE_GRID = 1024
 
 
 def draw_score_noise(spec, rng):
