@@ -340,7 +340,7 @@ def rule_offsets(records, seed=0):
     for name in dict.fromkeys(r["dataset"] for r in records):
         X, y = load(name, seed)
         X = C.unit_rows(X)
-        n, d = int(0.8 * len(y)), X.shape[1] + 1
+        n, d = _training_sizes(X, y)
         signal = float(np.linalg.norm(X[y == 1].mean(axis=0) - X[y == 0].mean(axis=0)))
         for eps in sorted({r["epsilon"] for r in records if r["dataset"] == name}):
             for tag, delta in (("pure", 0.0), ("delta 1e-6", DELTA)):
@@ -386,10 +386,19 @@ def _typed(rows):
     return rows
 
 
-def _paired(records, name, eps, row):
-    """``{(fold, run): error}`` of one row in one cell."""
-    return {(r["fold"], r["run"]): r["error"] for r in records
-            if r["dataset"] == name and r["epsilon"] == eps and r["row"] == row}
+def paired_by_cell(records):
+    """``{(data set, epsilon, row): {(fold, run): error}}``: every row of every cell,
+    keyed for paired differences, read once."""
+    paired = {}
+    for r in records:
+        paired.setdefault((r["dataset"], r["epsilon"], r["row"]), {})[
+            (r["fold"], r["run"])] = r["error"]
+    return paired
+
+
+def _training_sizes(X, y):
+    """The public sizes of one training fold (4/5 of the rows) and its design width."""
+    return int(0.8 * len(y)), X.shape[1] + 1
 
 
 def _near(row, oracle):
@@ -405,10 +414,7 @@ def near_alphas(records):
     """``{(data set, epsilon, tag): [log10 alpha, ...]}``: the fixed alphas of
     :data:`ORACLE_ALPHAS` that meet the default target's criterion (:func:`_near`)
     in each cell, i.e. every alpha a rule could return there and still count."""
-    paired = {}
-    for r in records:
-        paired.setdefault((r["dataset"], r["epsilon"], r["row"]), {})[
-            (r["fold"], r["run"])] = r["error"]
+    paired = paired_by_cell(records)
     out = {}
     for name, eps in dict.fromkeys((r["dataset"], r["epsilon"]) for r in records):
         for tag in ("pure", "delta 1e-6"):
@@ -435,8 +441,7 @@ def conflicts(records, seed=0, factor=2.0, apart=1.0):
     near = near_alphas(records)
     sizes = {}
     for name in dict.fromkeys(r["dataset"] for r in records):
-        X, y = load(name, seed)
-        sizes[name] = (int(0.8 * len(y)), X.shape[1] + 1)
+        sizes[name] = _training_sizes(*load(name, seed))
     keys = [k for k in near if near[k]]
     out = []
     for i, (a, eps_a, tag) in enumerate(keys):
@@ -479,15 +484,16 @@ def targets(records):
     """
     lines = ["\nTargets (cells per mechanism):"]
     cells = list(dict.fromkeys((r["dataset"], r["epsilon"]) for r in records))
+    paired = paired_by_cell(records)
     for tag in ("pure", "delta 1e-6"):
         near = search_near = need = search_wins = worse = ceiling_near = ceiling_wins = 0
         search_at_ceiling = 0
         for name, eps in cells:
-            default = _paired(records, name, eps, f"dpsk default, {tag}")
-            oracle = _paired(records, name, eps, f"oracle, {tag}")
-            search = _paired(records, name, eps, f"dpsk search, {tag}")
-            ceiling = _paired(records, name, eps, f"search ceiling, {tag}")
-            dpl = _paired(records, name, eps, "diffprivlib default")
+            default = paired.get((name, eps, f"dpsk default, {tag}"), {})
+            oracle = paired.get((name, eps, f"oracle, {tag}"), {})
+            search = paired.get((name, eps, f"dpsk search, {tag}"), {})
+            ceiling = paired.get((name, eps, f"search ceiling, {tag}"), {})
+            dpl = paired.get((name, eps, "diffprivlib default"), {})
             near += _near(default, oracle)
             mean_default, mean_oracle = np.mean(list(default.values())), np.mean(
                 list(oracle.values()))
