@@ -10,15 +10,15 @@ law that a privacy proof relies on. Float parameters are converted to
   (the shared sampler of :mod:`dpsk.mechanisms._discrete`, after Canonne,
   Kamath and Steinke 2020, Algorithm 2), the score noise of pure runs;
 * :func:`discrete_gaussian` -- ``P[Z = z]`` proportional to ``exp(-z^2 / (2
-  sigma2))`` (Algorithm 3 of the same paper), the score noise of the others;
+  sigma2))``, the shared sampler itself (Algorithm 3 of the same paper; it takes
+  ``sigma2`` exactly), the score noise of the others;
 * :func:`truncated_negative_binomial` -- the number of runs ``K`` of Papernot and
   Steinke (2022), by rejection from the geometric law.
 """
 
 from fractions import Fraction
 
-from ..mechanisms._discrete import bernoulli, bernoulli_exp, to_fraction
-from ..mechanisms._discrete import discrete_gaussian as _discrete_gaussian
+from ..mechanisms._discrete import bernoulli, bernoulli_exp, discrete_gaussian, to_fraction
 from ..mechanisms._discrete import discrete_laplace as _discrete_laplace
 
 __all__ = ["as_fraction", "bernoulli", "bernoulli_exp", "discrete_gaussian",
@@ -40,15 +40,6 @@ def discrete_laplace(epsilon, rng):
     if eps <= 0:
         raise ValueError("epsilon must be > 0.")
     return _discrete_laplace(1 / eps, rng)
-
-
-def discrete_gaussian(sigma2, rng):
-    """An integer ``Z`` with ``P[Z = z]`` proportional to ``exp(-z^2 / (2 sigma2))``.
-
-    The shared exact sampler (:func:`dpsk.mechanisms._discrete.discrete_gaussian`,
-    Canonne, Kamath and Steinke 2020, Algorithm 3) at the rational ``sigma2``.
-    """
-    return _discrete_gaussian(as_fraction(sigma2), rng)
 
 
 def tnb_acceptance(eta, k):
