@@ -1,0 +1,541 @@
+"""Empirical black-box privacy audit of every estimator family, with a mutant for each.
+
+For every family in ``FAMILIES`` the slow tests run the real mechanism
+``n_runs`` times on each of two neighbouring data sets and compute a lower bound
+on epsilon at 98% confidence (Clopper-Pearson, ``tests/_audit.py``). Two checks
+per family:
+
+* the real mechanism's lower bound stays at or below its claimed epsilon;
+* a **mutant** of it, the same code with only the noise scale changed at the
+  family's one calibration point (monkeypatched), is caught: its lower bound
+  exceeds the claim.
+
+The neighbours are crafted so that the privacy loss is concentrated where the
+threshold looks (``why`` of each entry). Where a pair can realise only part of
+the bound, the mutant is stronger than noise x 0.8, by exactly the share the
+pair cannot reach; each such entry says why. Print the table with::
+
+    python -m pytest -m slow tests/test_empirical_audit.py -s
+
+The fast tests at the end check the machinery itself (Clopper-Pearson values,
+the exact power calculation, and the audit on the textbook Laplace mechanism).
+Seeds are fixed and every sample size comes from the power calculation
+(``Family.planned``), so the verdicts are deterministic and far from the line.
+"""
+
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import dpsk.mechanisms._erm as erm_module
+import dpsk.mechanisms._gradient as gradient_module
+import dpsk.model_selection._search as search_module
+import dpsk.prediction._stability as stability_module
+import dpsk.preprocessing._bounds as bounds_module
+from dpsk import BudgetAccountant, DPKernelClassifier, DPStabilityPredictor
+from dpsk._optimize._binary import minimize_regularized_loss
+from dpsk._optimize._losses import HuberLoss, LogisticLoss, MultinomialLoss
+from dpsk._optimize._multinomial_solver import minimize_multinomial_loss
+from dpsk._optimize._robust_solver import minimize_robust_logistic
+from dpsk.kernel._random_features import fourier_features, sample_frequencies
+from dpsk.mechanisms._beyond_erm import RobustLogisticConstants, private_robust_erm
+from dpsk.mechanisms._erm import _noise_plan, private_erm
+from dpsk.mechanisms._gradient import noisy_gd_schedule
+from dpsk.mechanisms._random import NoiseSource, public_rng
+from dpsk.model_selection._search import _select_candidate
+from dpsk.prediction._laplace import grid_sensitivity
+from dpsk.preprocessing._bounds import PrivateBoundsScaler, bounds_grid, quantile_utilities
+
+from _audit import (
+    CONFIDENCE,
+    Family,
+    cp_lower,
+    cp_upper,
+    discrete_law,
+    epsilon_lower_bound,
+    expected_lower_bound,
+    gaussian_law,
+    laplace_law,
+    power,
+    run_audit,
+)
+
+EXACT_TOL = 1e-13
+TOL = 1e-10  # every estimator's default
+HUBER = HuberLoss(0.5)
+
+
+# -- mutants: scale one calibration point ---------------------------------------------------
+
+
+def _scale_result(module, name, attribute=None, factor=1.0):
+    """``mutate(monkeypatch)`` that multiplies ``module.name``'s result (or one field) by ``factor``."""
+    def mutate(monkeypatch):
+        original = getattr(module, name)
+
+        def scaled(*args, **kwargs):
+            result = original(*args, **kwargs)
+            if attribute is None:
+                return result * factor
+            return dataclasses.replace(result, **{attribute: getattr(result, attribute) * factor})
+
+        monkeypatch.setattr(module, name, scaled)
+    return mutate
+
+
+def _scale_epsilon_of(module, name, factor):
+    """``mutate`` that calls ``module.name`` (an exponential mechanism) at ``epsilon * factor``."""
+    def mutate(monkeypatch):
+        original = getattr(module, name)
+
+        def sharper(utilities, epsilon, sensitivity, rng):
+            return original(utilities, epsilon * factor, sensitivity, rng)
+
+        monkeypatch.setattr(module, name, sharper)
+    return mutate
+
+
+# -- the pairs ------------------------------------------------------------------------------
+
+
+def _flip_pair(n, positives):
+    """``n`` rows ``x = 1`` (d = 1); D' turns the first row's label from +1 to -1."""
+    Z = np.ones((n, 1))
+    y_d = np.array([1.0] * positives + [-1.0] * (n - positives))
+    y_dp = y_d.copy()
+    y_dp[0] = -1.0
+    return {"D": (Z, y_d), "D'": (Z, y_dp)}
+
+
+def _thresholds(centre_d, centre_d_prime, scale):
+    """Candidate thresholds: from the lower centre to a few scales past the upper one."""
+    return np.linspace(min(centre_d, centre_d_prime) - scale, max(centre_d, centre_d_prime)
+                       + 3.0 * scale, 41)
+
+
+def _erm_sampler(pairs, loss, perturbation, epsilon, delta, alpha, statistic=None):
+    """``sample``: ``private_erm`` on the pair, one seeded source for all runs."""
+    def sample(which, n_runs, seed):
+        Z, y = pairs[which]
+        rng = NoiseSource.seeded(seed)
+        out = np.empty(n_runs)
+        for k in range(n_runs):
+            w = private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=TOL, delta=delta)
+            out[k] = w[0] if statistic is None else statistic(w)
+        return out
+    return sample
+
+
+def _centres(pairs, loss, lam):
+    return [float(minimize_regularized_loss(loss, *pairs[w], lam, tol=EXACT_TOL).w[0])
+            for w in ("D", "D'")]
+
+
+# Huber (h = 0.5) on n rows x = 1: with |w| < 0.5 every margin is in the linear zone,
+# where l' = -1 and the exact minimiser moves by exactly 2 / (n alpha) when one label
+# flips: Algorithm 1's sensitivity is attained, and in d = 1 the Gamma-norm noise is
+# Laplace, whose privacy loss is the whole epsilon on the tail {w > t}.
+
+
+def output_pure():
+    n, alpha, epsilon = 10, 1.0, 2.0
+    pairs = _flip_pair(n, n // 2)
+    c_d, c_dp = _centres(pairs, HUBER, alpha)
+    plan = _noise_plan(HUBER, n, 1, epsilon, 0.0, alpha, "output", TOL)
+    return Family(
+        name="output perturbation (pure)", claim=(epsilon, 0.0),
+        sample=_erm_sampler(pairs, HUBER, "output", epsilon, 0.0, alpha),
+        law=laplace_law(c_d, c_dp, 1.0 / plan.beta),
+        thresholds=_thresholds(c_d, c_dp, 1.0 / plan.beta),
+        mutate=_scale_result(erm_module, "output_perturbation_beta", factor=1 / 0.8),
+        mutant="noise x 0.8 (beta / 0.8)", noise_factor=0.8, n_runs=3000, seeds=(11, 12),
+        why="Huber, n=10, d=1, alpha=1, one label flipped: the minimiser moves by exactly "
+            "the sensitivity (tight).")
+
+
+def output_gaussian():
+    n, alpha, epsilon, delta = 10, 1.0, 1.0, 0.1
+    pairs = _flip_pair(n, n // 2)
+    c_d, c_dp = _centres(pairs, HUBER, alpha)
+    plan = _noise_plan(HUBER, n, 1, epsilon, delta, alpha, "output", TOL)
+    return Family(
+        name="output perturbation (Gaussian)", claim=(epsilon, delta),
+        sample=_erm_sampler(pairs, HUBER, "output", epsilon, delta, alpha),
+        law=gaussian_law(c_d, c_dp, plan.sigma),
+        thresholds=_thresholds(c_d, c_dp, plan.sigma),
+        mutate=_scale_result(erm_module, "analytic_gaussian_sigma", factor=0.8),
+        mutant="noise x 0.8 (sigma x 0.8)", noise_factor=0.8, n_runs=5000, seeds=(21, 22),
+        why="As the pure pair; delta = 0.1 so that the event {w > t} has the probability "
+            "the (epsilon, delta) bound needs at a few thousand runs.")
+
+
+# Objective perturbation: in the linear zone the perturbed minimiser is
+# w = (sum y - b) / (n Lambda), an affine image of the noise b, and flipping a label
+# moves b's preimage by exactly 2 = 2 lipschitz: the noise part eps' of the budget is
+# attained. The change-of-variables slack log(1 + c / (n Lambda)) is not (l'' = 0 in
+# the linear zone), so n = 100 keeps it at 0.01: the pair realises 98% of the claim
+# and the 0.8 mutant is caught, instead of only a halved sensitivity at n = 10.
+
+
+def objective_pure():
+    n, alpha, epsilon = 100, 1.0, 2.0
+    pairs = _flip_pair(n, n // 2)
+    plan = _noise_plan(HUBER, n, 1, epsilon, 0.0, alpha, "objective", TOL)
+    c_d, c_dp = _centres(pairs, HUBER, plan.strong_convexity)
+    scale = 1.0 / (plan.beta * n * plan.strong_convexity)
+    return Family(
+        name="objective perturbation (pure)", claim=(epsilon, 0.0),
+        sample=_erm_sampler(pairs, HUBER, "objective", epsilon, 0.0, alpha),
+        law=laplace_law(c_d, c_dp, scale), thresholds=_thresholds(c_d, c_dp, scale),
+        mutate=_scale_result(erm_module, "objective_perturbation_calibration", "beta", 1 / 0.8),
+        mutant="noise x 0.8 (beta / 0.8)", noise_factor=0.8, n_runs=3000, seeds=(31, 32),
+        why="Huber, n=100, d=1: every margin in the linear zone, so the noise share "
+            "eps' = 0.98 eps is attained; the Jacobian slack (0.01) is not.")
+
+
+def objective_gaussian():
+    n, alpha, epsilon, delta = 100, 1.0, 1.0, 0.1
+    pairs = _flip_pair(n, n // 2)
+    plan = _noise_plan(HUBER, n, 1, epsilon, delta, alpha, "objective", TOL)
+    c_d, c_dp = _centres(pairs, HUBER, plan.strong_convexity)
+    sigma = plan.sigma / (n * plan.strong_convexity)
+    return Family(
+        name="objective perturbation (Gaussian)", claim=(epsilon, delta),
+        sample=_erm_sampler(pairs, HUBER, "objective", epsilon, delta, alpha),
+        law=gaussian_law(c_d, c_dp, sigma), thresholds=_thresholds(c_d, c_dp, sigma),
+        mutate=_scale_result(erm_module, "gaussian_objective_calibration", "sigma", 0.5),
+        mutant="sensitivity halved (sigma x 0.5)", noise_factor=0.5, n_runs=4000,
+        seeds=(41, 42),
+        why="As the pure pair. The calibration bounds delta by a sum of two Gaussian "
+            "hockey-stick terms of which a d = 1 pair attains one, so the real delta is "
+            "half the claim and sigma x 0.8 stays private here: the mutant halves the "
+            "sensitivity.")
+
+
+def gradient():
+    n, alpha, epsilon, delta = 10, 10.0, 1.0, 0.1
+    pairs = _flip_pair(n, n // 2)
+    schedule = noisy_gd_schedule(n, 1, alpha, HUBER, epsilon, delta)
+    assert schedule.n_steps == 1  # one step: the last iterate is the Gaussian release itself
+    # w_1 = -eta (g_0 + xi) with g_0 = -(sum y) / n (every margin 0, l' = -1).
+    centres = [schedule.step_size * float(np.sum(pairs[w][1])) / n for w in ("D", "D'")]
+    sigma = schedule.step_size * schedule.sigma
+    return Family(
+        name="noisy gradient descent", claim=(epsilon, delta),
+        sample=_erm_sampler(pairs, HUBER, "gradient", epsilon, delta, alpha),
+        law=gaussian_law(*centres, sigma), thresholds=_thresholds(*centres, sigma),
+        mutate=_scale_result(gradient_module, "noisy_gd_schedule", "sigma", 0.8),
+        mutant="noise x 0.8 (sigma x 0.8)", noise_factor=0.8, n_runs=5000, seeds=(51, 52),
+        why="Huber, n=10, alpha=10: the schedule takes one step, so the released iterate "
+            "is one Gaussian mechanism of the gradient, which moves by exactly 2/n.")
+
+
+# Multinomial (softmax, K = 5): one row's gradient (p - e_y) x has norm up to sqrt 2,
+# but near W = 0 (p uniform) replacing (x, y) by (-x, y) changes it by 2 (p - e_y),
+# of norm 2 sqrt((K - 1) / K) = 1.79 against the bound 2 sqrt 2: with alpha = 100 the
+# minimiser moves by 63% of the sensitivity. Halving the sensitivity is then a noise
+# 1.26 times too small for this pair, which the audit catches; noise x 0.8 would not
+# exceed the claim on any pair we could construct.
+
+K_CLASSES = 5
+
+
+def multinomial():
+    alpha, epsilon, delta = 100.0, 1.0, 0.1
+    loss = MultinomialLoss(K_CLASSES)
+    base = np.ones((K_CLASSES, 1))
+    labels = np.append(np.arange(K_CLASSES), 0)
+    pairs = {"D": (np.vstack([base, [[1.0]]]), labels),
+             "D'": (np.vstack([base, [[-1.0]]]), labels)}
+    n = labels.size
+    c_d, c_dp = (minimize_multinomial_loss(*pairs[w], K_CLASSES, alpha, tol=EXACT_TOL).w
+                 for w in ("D", "D'"))
+    direction = (c_d - c_dp) / np.linalg.norm(c_d - c_dp)
+    plan = _noise_plan(loss, n, 1, epsilon, delta, alpha, "output", TOL)
+
+    def statistic(W):
+        return float(np.sum((W - c_dp) * direction))
+
+    shift = float(np.linalg.norm(c_d - c_dp))
+    return Family(
+        name=f"multinomial (K={K_CLASSES}, Gaussian output)", claim=(epsilon, delta),
+        sample=_erm_sampler(pairs, loss, "output", epsilon, delta, alpha, statistic),
+        law=gaussian_law(shift, 0.0, plan.sigma), thresholds=_thresholds(shift, 0.0, plan.sigma),
+        mutate=_scale_result(erm_module, "analytic_gaussian_sigma", factor=0.5),
+        mutant="sensitivity halved (sigma x 0.5)", noise_factor=0.5, n_runs=5000,
+        seeds=(61, 62),
+        why="Softmax, d=1, one row x=+1 vs x=-1 with the same label: the minimiser moves by "
+            "63% of the bound 2 sqrt(2)/(n alpha), so the mutant halves the sensitivity.")
+
+
+def kernel():
+    n, alpha, epsilon, delta, x = 10, 1.0, 1.0, 0.1, 0.5
+    seed_features = 7
+    model = DPKernelClassifier(epsilon=epsilon, delta=delta, n_components=2, loss="huber",
+                               perturbation="output", alpha=alpha, fit_intercept=False,
+                               classes=[-1, 1])
+    X = np.full((n, 1), x)
+    pairs = _flip_pair(n, n // 2)
+    # The kernel's own feature map (its public frequencies): every row maps to one
+    # unit vector z, and the release is the Huber pair of the linear models along z.
+    weights = sample_frequencies(model.kernel, model.gamma, 1, 1, public_rng(seed_features))
+    Z = fourier_features(X, weights, n_components=2)
+    z = Z[0] / np.linalg.norm(Z[0])
+    c_d, c_dp = (float(minimize_regularized_loss(HUBER, Z, pairs[w][1], alpha,
+                                                 tol=EXACT_TOL).w @ z) for w in ("D", "D'"))
+    plan = _noise_plan(HUBER, n, 2, epsilon, delta, alpha, "output", TOL)
+
+    def sample(which, n_runs, seed):
+        y = np.where(pairs[which][1] > 0, 1, -1)
+        out = np.empty(n_runs)
+        for k in range(n_runs):
+            fitted = DPKernelClassifier(**{**model.get_params(), "random_state": None})
+            # One seed per fit (k-th child of the audit's seed): the frequencies are
+            # public randomness, so the auditor fixes them to the ones above.
+            fitted.set_params(random_state=seed_features)
+            release = _kernel_release(fitted, X, y, epsilon, delta, NoiseSource.seeded([seed, k]))
+            out[k] = float(release["coef_"][0] @ z)
+        return out
+
+    return Family(
+        name="kernel (random features, Gaussian output)", claim=(epsilon, delta),
+        sample=sample, law=gaussian_law(c_d, c_dp, plan.sigma),
+        thresholds=_thresholds(c_d, c_dp, plan.sigma),
+        mutate=_scale_result(erm_module, "analytic_gaussian_sigma", factor=0.8),
+        mutant="noise x 0.8 (sigma x 0.8)", noise_factor=0.8, n_runs=5000, seeds=(71, 72),
+        why="DPKernelClassifier, 2 Fourier features, Huber, every row at one x: the rows "
+            "share one unit feature vector and the minimiser moves by the sensitivity.")
+
+
+def _kernel_release(model, X, y, epsilon, delta, rng):
+    """DPKernelClassifier's release with the noise source given (its frequencies public)."""
+    import dpsk.kernel._random_features as kernel_module
+
+    original = kernel_module.noise_source
+    kernel_module.noise_source = lambda random_state: rng
+    try:
+        return model._release((X, y, np.array([-1, 1]), None), epsilon=epsilon, delta=delta)
+    finally:
+        kernel_module.noise_source = original
+
+
+# Robust logistic regression: the logistic derivative satisfies l'(m) + l'(-m) = -1,
+# so flipping one label moves one row's gradient by at most 1 (plus the radius term)
+# against the bound 2 (1 + r): no pair we could construct realises more than half of
+# the sensitivity (here 49%). The mutant halves the sensitivity *and* scales the noise
+# by 0.8 (noise x 0.4): on this pair that is the 0.8 mutant of a tight family.
+
+
+def robust():
+    n, alpha, epsilon, radius = 10, 10.0, 2.0, 0.05
+    pairs = _flip_pair(n, n)
+    c_d, c_dp = (float(minimize_robust_logistic(*pairs[w], alpha, radius,
+                                                tol=EXACT_TOL).w[0]) for w in ("D", "D'"))
+    plan = _noise_plan(RobustLogisticConstants(radius), n, 1, epsilon, 0.0, alpha, "output", TOL)
+
+    def sample(which, n_runs, seed):
+        Z, y = pairs[which]
+        rng = NoiseSource.seeded(seed)
+        return np.array([private_robust_erm(Z, y, radius, 1, epsilon, alpha, rng, tol=TOL)[0]
+                         for _ in range(n_runs)])
+
+    return Family(
+        name="robust logistic (pure output)", claim=(epsilon, 0.0), sample=sample,
+        law=laplace_law(c_d, c_dp, 1.0 / plan.beta),
+        thresholds=_thresholds(c_d, c_dp, 1.0 / plan.beta),
+        mutate=_scale_result(erm_module, "output_perturbation_beta", factor=1 / 0.4),
+        mutant="sensitivity halved, noise x 0.8 (x 0.4)", noise_factor=0.4, n_runs=6000,
+        seeds=(81, 82),
+        why="Robust logistic, r=0.05, n=10 rows x=1, all labels +1, one flipped: the "
+            "logistic pair realises 49% of the sensitivity (l'(m) + l'(-m) = -1).")
+
+
+# DPGridSearch, method="disjoint": when the replaced row is in the held-out part the
+# candidates are the same on both sides and the search's whole epsilon rests on the
+# exponential mechanism over the mistake counts (``_select_candidate``), the function
+# the search calls. The worst case for the index: candidate 0 gains a mistake while
+# the 19 others each lose one (utilities move by the sensitivity 1, in opposite
+# directions).
+
+N_CANDIDATES = 20
+
+
+def search():
+    epsilon = 2.0
+    mistakes = {"D": np.array([0.0] + [1.0] * (N_CANDIDATES - 1)),
+                "D'": np.array([1.0] + [0.0] * (N_CANDIDATES - 1))}
+
+    def chosen_zero(which, factor):
+        logits = -epsilon * factor * mistakes[which] / 2.0
+        p = np.exp(logits - logits.max())
+        p /= p.sum()
+        return {0: p[0], 1: 1.0 - p[0]}
+
+    def sample(which, n_runs, seed):
+        rng = NoiseSource.seeded(seed)
+        return np.array([float(_select_candidate(mistakes[which], epsilon, rng) == 0)
+                         for _ in range(n_runs)])
+
+    return Family(
+        name="DPGridSearch (disjoint: selection)", claim=(epsilon, 0.0), sample=sample,
+        law=discrete_law(lambda f: chosen_zero("D", 1 / f), lambda f: chosen_zero("D'", 1 / f),
+                         lambda outcome: 1.0 - outcome),
+        thresholds=[0.5],
+        mutate=_scale_epsilon_of(search_module, "exponential_mechanism", 1 / 0.8),
+        mutant="noise x 0.8 (epsilon / 0.8)", noise_factor=0.8, n_runs=20000, seeds=(91, 92),
+        why=f"{N_CANDIDATES} candidates, the replaced row held out: candidate 0's mistake "
+            "count rises by one while every other falls by one.")
+
+
+# DPStabilityPredictor: the secret model is the exact logistic minimiser (no noise);
+# each answer is its score plus discrete Laplace noise at the score sensitivity,
+# 2 / (n alpha) plus rounding terms. As for every logistic pair the score moves by at
+# most half of that (here 49.9% with alpha = 100), so the mutant is noise x 0.4, as
+# for robust logistic regression. Answers to distinct query rows draw independent
+# noise, so one call answers n_runs rows x_j = 1 - j 2^-40 (the score moves by under
+# 1e-12 across them, a millionth of a grid cell).
+
+
+def stability():
+    n, alpha, epsilon = 10, 100.0, 1.0
+    pairs = _flip_pair(n, n // 2)
+    c_d, c_dp = _centres(pairs, LogisticLoss(), alpha)
+    models = {}
+
+    def fitted(which):
+        if which not in models:
+            Z, y = pairs[which]
+            models[which] = DPStabilityPredictor(
+                epsilon=epsilon, alpha=alpha, fit_intercept=False, classes=[-1, 1],
+                accountant=BudgetAccountant()).fit(Z, y)
+        return models[which]
+
+    def sample(which, n_runs, seed):
+        model = fitted(which)
+        model.set_params(random_state=seed)
+        queries = 1.0 - np.arange(n_runs)[:, None] * 2.0**-40
+        return model.decision_function(queries)
+
+    sensitivity = stability_module.score_sensitivity(n, 1, alpha, TOL)
+    grid = sensitivity / 1000
+    cells = float(grid_sensitivity(np.array([1.0]))[0])
+    scale = cells * grid / epsilon
+    return Family(
+        name="DPStabilityPredictor (one answer)", claim=(epsilon, 0.0), sample=sample,
+        law=laplace_law(c_d, c_dp, scale), thresholds=_thresholds(c_d, c_dp, scale),
+        mutate=_scale_result(stability_module, "score_sensitivity", factor=0.4),
+        mutant="sensitivity halved, noise x 0.8 (x 0.4)", noise_factor=0.4, n_runs=6000,
+        seeds=(101, 102),
+        why="Logistic, n=10 rows x=1, one label flipped, query x=1: the score moves by "
+            "49.9% of its sensitivity (l'(m) + l'(-m) = -1).")
+
+
+FAMILY_BUILDERS = {
+    "output-pure": output_pure,
+    "output-gaussian": output_gaussian,
+    "objective-pure": objective_pure,
+    "objective-gaussian": objective_gaussian,
+    "gradient": gradient,
+    "multinomial": multinomial,
+    "kernel": kernel,
+    "robust": robust,
+    "search": search,
+    "stability": stability,
+}
+
+
+#: The registry: one entry per family (built lazily, the builders solve small problems).
+FAMILIES = list(FAMILY_BUILDERS)
+_BUILT = {}
+
+
+def family(name):
+    if name not in _BUILT:
+        _BUILT[name] = FAMILY_BUILDERS[name]()
+    return _BUILT[name]
+
+
+def _report(result, family_):
+    plan = family_.planned()
+    print(f"\n[audit] {result.line()}  (planned: real {plan['real']['expected_lb']:.3f}, "
+          f"mutant {plan['mutant']['expected_lb']:.3f}, power {plan['mutant']['power']:.4f})")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FAMILIES)
+def test_real_mechanism_stays_below_its_claim(name):
+    family_ = family(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_audit(family_, "real")
+    _report(result, family_)
+    assert result.eps_lb <= family_.epsilon, result.line()
+    # The pair is informative: the real bound is not vacuous.
+    assert result.eps_lb > 0.0, result.line()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FAMILIES)
+def test_mutant_is_caught(name, monkeypatch):
+    family_ = family(name)
+    family_.mutate(monkeypatch)
+    seeds = tuple(s + 1000 for s in family_.seeds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_audit(family_, f"mutant: {family_.mutant}", seeds=seeds)
+    _report(result, family_)
+    assert result.eps_lb > family_.epsilon, result.line()
+
+
+# -- the machinery itself (fast, in the default run) -----------------------------------------
+
+
+def test_clopper_pearson_known_values():
+    # 0 of n has the exact upper bound 1 - (1 - c)^(1/n); n of n the lower c-complement.
+    assert float(cp_upper(0, 100, 0.95)) == pytest.approx(1 - 0.05 ** (1 / 100), rel=1e-9)
+    assert float(cp_lower(100, 100, 0.95)) == pytest.approx(0.05 ** (1 / 100), rel=1e-9)
+    assert float(cp_lower(0, 10)) == 0.0 and float(cp_upper(10, 10)) == 1.0
+    # 50 of 100 at 97.5% one-sided: the two-sided 95% interval (0.3983, 0.6017).
+    assert float(cp_lower(50, 100, 0.975)) == pytest.approx(0.39832, abs=1e-5)
+    assert float(cp_upper(50, 100, 0.975)) == pytest.approx(0.60168, abs=1e-5)
+    assert epsilon_lower_bound(0, 0, 10) == -math.inf
+    assert epsilon_lower_bound(5, 5, 10, delta=0.9) == -math.inf
+
+
+def test_lower_bound_coverage_on_binomials():
+    # Coverage: with p = e q exactly (a mechanism whose epsilon is 1 on this event)
+    # the bound exceeds 1 with probability at most 2 (1 - CONFIDENCE), computed exactly.
+    q = 0.1
+    assert power(math.e * q, q, 2000, 1.0) <= 2 * (1 - CONFIDENCE)
+    # With delta: p = e q + delta.
+    assert power(math.e * q + 0.05, q, 2000, 1.0, delta=0.05) <= 2 * (1 - CONFIDENCE)
+    # And power grows with the gap and the sample size.
+    assert power(math.exp(1.5) * q, q, 4000, 1.0) > power(math.exp(1.5) * q, q, 1000, 1.0)
+
+
+@pytest.mark.parametrize("factor, caught", [(1.0, False), (0.8, True)])
+def test_audit_on_the_exact_laplace_mechanism(factor, caught):
+    # The audit applied to the textbook Laplace mechanism (numpy draws, fast): centres
+    # 0 and 1, scale 1 / epsilon is epsilon-DP; scale 0.8 / epsilon is 1.25 epsilon-DP.
+    epsilon = 2.0
+    rng = np.random.default_rng(5)
+    family_ = Family(
+        name="Laplace", claim=(epsilon, 0.0),
+        sample=lambda which, n, seed: (which == "D") + rng.laplace(scale=factor / epsilon,
+                                                                   size=n),
+        law=laplace_law(1.0, 0.0, 1.0 / epsilon), thresholds=np.linspace(0, 2, 41),
+        mutate=None, mutant="noise x 0.8", noise_factor=0.8, n_runs=3000)
+    plan = family_.planned()
+    assert plan["mutant"]["power"] > 0.999 and plan["real"]["power"] < 2 * (1 - CONFIDENCE)
+    result = run_audit(family_)
+    assert (result.eps_lb > epsilon) == caught, result.line()
+    assert result.eps_lb > 0.8 * factor ** -1 * epsilon * 0.85, result.line()
+
+
+def test_expected_lower_bound_matches_the_law():
+    # At the expected counts of a Laplace tail the bound sits just below the truth.
+    p, q = 0.5, 0.5 * math.exp(-1.0)
+    assert 0.8 < expected_lower_bound(p, q, 20000) < 1.0
