@@ -227,7 +227,7 @@ class Family:
         return self._threshold
 
     def planned(self):
-        """The power calculation: expected bounds and power for the real mechanism and the mutant."""
+        """The power calculation: expected bounds and power, real mechanism and mutant."""
         t, n = self.threshold, self.n_runs
         rows = {}
         for label, factor in (("real", 1.0), ("mutant", self.noise_factor)):
