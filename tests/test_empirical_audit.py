@@ -53,8 +53,14 @@ from dpsk._optimize._binary import minimize_regularized_loss
 from dpsk._optimize._losses import HuberLoss, LogisticLoss, MultinomialLoss
 from dpsk._optimize._multinomial_solver import minimize_multinomial_loss
 from dpsk._optimize._robust_solver import minimize_robust_logistic
+from dpsk._optimize._tilted_solver import minimize_tilted_logistic
 from dpsk.kernel._random_features import fourier_features, sample_frequencies
-from dpsk.mechanisms._beyond_erm import RobustLogisticConstants, private_robust_erm
+from dpsk.mechanisms._beyond_erm import (
+    RobustLogisticConstants,
+    TiltedLogisticConstants,
+    private_robust_erm,
+    private_tilted_erm,
+)
 from dpsk.mechanisms._erm import _noise_plan, private_erm
 from dpsk.mechanisms._gradient import noisy_gd_schedule
 from dpsk.mechanisms._random import NoiseSource, public_rng
@@ -497,6 +503,31 @@ def bounds():
             "the claim, so the mutant halves the sensitivity.")
 
 
+def tilted():
+    n, alpha, epsilon, tilt = 2, 10.0, 2.0, 0.1
+    pairs = _flip_pair(n, n // 2)
+    c_d, c_dp = (float(minimize_tilted_logistic(*pairs[w], alpha, tilt, tol=EXACT_TOL).w[0])
+                 for w in ("D", "D'"))
+    constants = TiltedLogisticConstants(tilt, n, alpha)
+    plan = _noise_plan(constants, n, 1, epsilon, 0.0, alpha, "output", TOL)
+
+    def sample(which, n_runs, seed):
+        Z, y = pairs[which]
+        rng = NoiseSource.seeded(seed)
+        return np.array([private_tilted_erm(Z, y, tilt, epsilon, alpha, rng, tol=TOL)[0]
+                         for _ in range(n_runs)])
+
+    return Family(
+        name="tilted logistic (pure output)", claim=(epsilon, 0.0), sample=sample,
+        law=laplace_law(c_d, c_dp, 1.0 / plan.beta),
+        thresholds=_thresholds(c_d, c_dp, 1.0 / plan.beta),
+        mutate=_scale_result(erm_module, "output_perturbation_beta", factor=1 / 0.4),
+        mutant="sensitivity halved, noise x 0.8 (x 0.4)", noise_factor=0.4, n_runs=6000,
+        seeds=(121, 122),
+        why="Tilted logistic, t=0.1, n=2 rows x=1, one label flipped: 47% of the "
+            "sensitivity 2q/alpha is realised (a logistic pair), hence noise x 0.4.")
+
+
 FAMILY_BUILDERS = {
     "output-pure": output_pure,
     "output-gaussian": output_gaussian,
@@ -509,6 +540,7 @@ FAMILY_BUILDERS = {
     "search": search,
     "stability": stability,
     "bounds": bounds,
+    "tilted": tilted,
 }
 
 
