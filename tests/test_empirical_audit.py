@@ -596,6 +596,16 @@ def test_mutant_is_caught(name, monkeypatch):
     assert result.eps_lb > family_.epsilon, result.line()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FAMILIES)
+def test_sample_size_has_the_planned_power(name):
+    # The power calculation the sample sizes rest on: the mutant exceeds the claim
+    # with probability >= 99.9% under the family's law, the real mechanism with < 1e-3.
+    plan = family(name).planned()
+    assert plan["mutant"]["power"] >= 0.999, plan
+    assert plan["real"]["power"] < 1e-3, plan
+
+
 # -- the machinery itself (fast, in the default run) -----------------------------------------
 
 
