@@ -154,34 +154,42 @@ def _centres(pairs, loss, lam):
 # Laplace, whose privacy loss is the whole epsilon on the tail {w > t}.
 
 
-def output_pure():
-    n, alpha, epsilon = 10, 1.0, 2.0
+def _huber_family(name, perturbation, n, alpha, claim, mutate, mutant, noise_factor, n_runs,
+                  seeds, why):
+    """Output or objective perturbation of the Huber flip pair, with its analytic law.
+
+    The release is Laplace (delta = 0) or Gaussian around the exact minimiser of the
+    solved objective; for objective perturbation the noise b enters as b / (n Lambda).
+    """
+    epsilon, delta = claim
     pairs = _flip_pair(n, n // 2)
-    c_d, c_dp = _centres(pairs, HUBER, alpha)
-    plan = _noise_plan(HUBER, n, 1, epsilon, 0.0, alpha, "output", TOL)
+    plan = _noise_plan(HUBER, n, 1, epsilon, delta, alpha, perturbation, TOL)
+    c_d, c_dp = _centres(pairs, HUBER, plan.strong_convexity)
+    scale = 1.0 / plan.beta if delta == 0 else plan.sigma
+    if perturbation == "objective":
+        scale /= n * plan.strong_convexity
+    law = (laplace_law if delta == 0 else gaussian_law)(c_d, c_dp, scale)
     return Family(
-        name="output perturbation (pure)", claim=(epsilon, 0.0),
-        sample=_erm_sampler(pairs, HUBER, "output", epsilon, 0.0, alpha),
-        law=laplace_law(c_d, c_dp, 1.0 / plan.beta),
-        thresholds=_thresholds(c_d, c_dp, 1.0 / plan.beta),
-        mutate=_scale_result(erm_module, "output_perturbation_beta", factor=1 / 0.8),
-        mutant="noise x 0.8 (beta / 0.8)", noise_factor=0.8, n_runs=3000, seeds=(11, 12),
+        name=name, claim=claim,
+        sample=_erm_sampler(pairs, HUBER, perturbation, epsilon, delta, alpha),
+        law=law, thresholds=_thresholds(c_d, c_dp, scale), mutate=mutate, mutant=mutant,
+        noise_factor=noise_factor, n_runs=n_runs, seeds=seeds, why=why)
+
+
+def output_pure():
+    return _huber_family(
+        "output perturbation (pure)", "output", 10, 1.0, (2.0, 0.0),
+        _scale_result(erm_module, "output_perturbation_beta", factor=1 / 0.8),
+        "noise x 0.8 (beta / 0.8)", 0.8, 3000, (11, 12),
         why="Huber, n=10, d=1, alpha=1, one label flipped: the minimiser moves by exactly "
             "the sensitivity (tight).")
 
 
 def output_gaussian():
-    n, alpha, epsilon, delta = 10, 1.0, 1.0, 0.1
-    pairs = _flip_pair(n, n // 2)
-    c_d, c_dp = _centres(pairs, HUBER, alpha)
-    plan = _noise_plan(HUBER, n, 1, epsilon, delta, alpha, "output", TOL)
-    return Family(
-        name="output perturbation (Gaussian)", claim=(epsilon, delta),
-        sample=_erm_sampler(pairs, HUBER, "output", epsilon, delta, alpha),
-        law=gaussian_law(c_d, c_dp, plan.sigma),
-        thresholds=_thresholds(c_d, c_dp, plan.sigma),
-        mutate=_scale_result(erm_module, "analytic_gaussian_sigma", factor=0.8),
-        mutant="noise x 0.8 (sigma x 0.8)", noise_factor=0.8, n_runs=5000, seeds=(21, 22),
+    return _huber_family(
+        "output perturbation (Gaussian)", "output", 10, 1.0, (1.0, 0.1),
+        _scale_result(erm_module, "analytic_gaussian_sigma", factor=0.8),
+        "noise x 0.8 (sigma x 0.8)", 0.8, 5000, (21, 22),
         why="As the pure pair; delta = 0.1 so that the event {w > t} has the probability "
             "the (epsilon, delta) bound needs at a few thousand runs.")
 
@@ -195,33 +203,19 @@ def output_gaussian():
 
 
 def objective_pure():
-    n, alpha, epsilon = 100, 1.0, 2.0
-    pairs = _flip_pair(n, n // 2)
-    plan = _noise_plan(HUBER, n, 1, epsilon, 0.0, alpha, "objective", TOL)
-    c_d, c_dp = _centres(pairs, HUBER, plan.strong_convexity)
-    scale = 1.0 / (plan.beta * n * plan.strong_convexity)
-    return Family(
-        name="objective perturbation (pure)", claim=(epsilon, 0.0),
-        sample=_erm_sampler(pairs, HUBER, "objective", epsilon, 0.0, alpha),
-        law=laplace_law(c_d, c_dp, scale), thresholds=_thresholds(c_d, c_dp, scale),
-        mutate=_scale_result(erm_module, "objective_perturbation_calibration", "beta", 1 / 0.8),
-        mutant="noise x 0.8 (beta / 0.8)", noise_factor=0.8, n_runs=3000, seeds=(31, 32),
+    return _huber_family(
+        "objective perturbation (pure)", "objective", 100, 1.0, (2.0, 0.0),
+        _scale_result(erm_module, "objective_perturbation_calibration", "beta", 1 / 0.8),
+        "noise x 0.8 (beta / 0.8)", 0.8, 3000, (31, 32),
         why="Huber, n=100, d=1: every margin in the linear zone, so the noise share "
             "eps' = 0.98 eps is attained; the Jacobian slack (0.01) is not.")
 
 
 def objective_gaussian():
-    n, alpha, epsilon, delta = 100, 1.0, 1.0, 0.1
-    pairs = _flip_pair(n, n // 2)
-    plan = _noise_plan(HUBER, n, 1, epsilon, delta, alpha, "objective", TOL)
-    c_d, c_dp = _centres(pairs, HUBER, plan.strong_convexity)
-    sigma = plan.sigma / (n * plan.strong_convexity)
-    return Family(
-        name="objective perturbation (Gaussian)", claim=(epsilon, delta),
-        sample=_erm_sampler(pairs, HUBER, "objective", epsilon, delta, alpha),
-        law=gaussian_law(c_d, c_dp, sigma), thresholds=_thresholds(c_d, c_dp, sigma),
-        mutate=_scale_result(erm_module, "gaussian_objective_calibration", "sigma", 0.6),
-        mutant="noise x 0.6 (sigma x 0.6)", noise_factor=0.6, n_runs=3000, seeds=(41, 42),
+    return _huber_family(
+        "objective perturbation (Gaussian)", "objective", 100, 1.0, (1.0, 0.1),
+        _scale_result(erm_module, "gaussian_objective_calibration", "sigma", 0.6),
+        "noise x 0.6 (sigma x 0.6)", 0.6, 3000, (41, 42),
         why="As the pure pair. The calibration bounds delta by a sum of two Gaussian "
             "hockey-stick terms of which a d = 1 pair attains one, so the pair's real delta "
             "is about half the claim: sigma x 0.8 is still (1, 0.1)-DP on it, sigma x 0.7 "
@@ -343,29 +337,40 @@ def _kernel_release(model, X, y, epsilon, delta, rng):
 # by 0.8 (noise x 0.4): on this pair that is the 0.8 mutant of a tight family.
 
 
-def robust():
-    n, alpha, epsilon, radius = 10, 10.0, 2.0, 0.05
-    pairs = _flip_pair(n, n)
-    c_d, c_dp = (float(minimize_robust_logistic(*pairs[w], alpha, radius,
-                                                tol=EXACT_TOL).w[0]) for w in ("D", "D'"))
-    plan = _noise_plan(RobustLogisticConstants(radius), n, 1, epsilon, 0.0, alpha, "output", TOL)
+def _logistic_output_family(name, pairs, centre, constants, release, epsilon, alpha, seeds,
+                            why):
+    """A pure output-perturbation family beyond ERM (robust, tilted) with the x 0.4 mutant.
+
+    ``centre(Z, y)`` is the exact minimiser, ``release(Z, y, rng)`` the mechanism.
+    """
+    c_d, c_dp = (float(centre(*pairs[w])[0]) for w in ("D", "D'"))
+    n = pairs["D"][1].size
+    plan = _noise_plan(constants, n, 1, epsilon, 0.0, alpha, "output", TOL)
 
     def sample(which, n_runs, seed):
         Z, y = pairs[which]
         rng = NoiseSource.seeded(seed)
-        return np.array([private_robust_erm(Z, y, radius, 1, epsilon, alpha, rng, tol=TOL)[0]
-                         for _ in range(n_runs)])
+        return np.array([release(Z, y, rng)[0] for _ in range(n_runs)])
 
     return Family(
-        name="robust logistic (pure output)", claim=(epsilon, 0.0), sample=sample,
+        name=name, claim=(epsilon, 0.0), sample=sample,
         law=laplace_law(c_d, c_dp, 1.0 / plan.beta),
         thresholds=_thresholds(c_d, c_dp, 1.0 / plan.beta),
         mutate=_scale_result(erm_module, "output_perturbation_beta", factor=1 / 0.4),
         mutant="sensitivity halved, noise x 0.8 (x 0.4)", noise_factor=0.4, n_runs=6000,
-        seeds=(81, 82),
-        why="Robust logistic, r=0.05, n=10 rows x=1, all labels +1, one flipped: the "
-            "logistic pair realises 49% of the sensitivity (l'(m) + l'(-m) = -1).")
+        seeds=seeds, why=why)
 
+
+def robust():
+    n, alpha, epsilon, radius = 10, 10.0, 2.0, 0.05
+    return _logistic_output_family(
+        "robust logistic (pure output)", _flip_pair(n, n),
+        lambda Z, y: minimize_robust_logistic(Z, y, alpha, radius, tol=EXACT_TOL).w,
+        RobustLogisticConstants(radius),
+        lambda Z, y, rng: private_robust_erm(Z, y, radius, 1, epsilon, alpha, rng, tol=TOL),
+        epsilon, alpha, seeds=(81, 82),
+        why="Robust logistic, r=0.05, n=10 rows x=1, all labels +1, one flipped: a "
+            "logistic pair, which realises under half the sensitivity (l'(m) + l'(-m) = -1).")
 
 # DPGridSearch, method="disjoint": when the replaced row is in the held-out part the
 # candidates are the same on both sides and the search's whole epsilon rests on the
@@ -514,28 +519,14 @@ def bounds():
 
 def tilted():
     n, alpha, epsilon, tilt = 2, 10.0, 2.0, 0.1
-    pairs = _flip_pair(n, n // 2)
-    c_d, c_dp = (float(minimize_tilted_logistic(*pairs[w], alpha, tilt, tol=EXACT_TOL).w[0])
-                 for w in ("D", "D'"))
-    constants = TiltedLogisticConstants(tilt, n, alpha)
-    plan = _noise_plan(constants, n, 1, epsilon, 0.0, alpha, "output", TOL)
-
-    def sample(which, n_runs, seed):
-        Z, y = pairs[which]
-        rng = NoiseSource.seeded(seed)
-        return np.array([private_tilted_erm(Z, y, tilt, epsilon, alpha, rng, tol=TOL)[0]
-                         for _ in range(n_runs)])
-
-    return Family(
-        name="tilted logistic (pure output)", claim=(epsilon, 0.0), sample=sample,
-        law=laplace_law(c_d, c_dp, 1.0 / plan.beta),
-        thresholds=_thresholds(c_d, c_dp, 1.0 / plan.beta),
-        mutate=_scale_result(erm_module, "output_perturbation_beta", factor=1 / 0.4),
-        mutant="sensitivity halved, noise x 0.8 (x 0.4)", noise_factor=0.4, n_runs=6000,
-        seeds=(121, 122),
-        why="Tilted logistic, t=0.1, n=2 rows x=1, one label flipped: 47% of the "
-            "sensitivity 2q/alpha is realised (a logistic pair), hence noise x 0.4.")
-
+    return _logistic_output_family(
+        "tilted logistic (pure output)", _flip_pair(n, n // 2),
+        lambda Z, y: minimize_tilted_logistic(Z, y, alpha, tilt, tol=EXACT_TOL).w,
+        TiltedLogisticConstants(tilt, n, alpha),
+        lambda Z, y, rng: private_tilted_erm(Z, y, tilt, epsilon, alpha, rng, tol=TOL),
+        epsilon, alpha, seeds=(121, 122),
+        why="Tilted logistic, t=0.1, n=2 rows x=1, one label flipped: a logistic pair, "
+            "under half of the sensitivity 2q/alpha is realised, hence noise x 0.4.")
 
 FAMILY_BUILDERS = {
     "output-pure": output_pure,
