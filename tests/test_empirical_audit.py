@@ -422,19 +422,13 @@ def stability():
     n, alpha, epsilon = 10, 100.0, 1.0
     pairs = _flip_pair(n, n // 2)
     c_d, c_dp = _centres(pairs, LogisticLoss(), alpha)
-    models = {}
-
-    def fitted(which):
-        if which not in models:
-            Z, y = pairs[which]
-            models[which] = DPStabilityPredictor(
-                epsilon=epsilon, alpha=alpha, fit_intercept=False, classes=[-1, 1],
-                accountant=BudgetAccountant()).fit(Z, y)
-        return models[which]
 
     def sample(which, n_runs, seed):
-        model = fitted(which)
-        model.set_params(random_state=seed)
+        # Fitted here, not once for all: the fit fixes the grid and so the noise scale
+        # (score_sensitivity), which the mutant changes.
+        model = DPStabilityPredictor(epsilon=epsilon, alpha=alpha, fit_intercept=False,
+                                     classes=[-1, 1], accountant=BudgetAccountant(),
+                                     random_state=seed).fit(*pairs[which])
         queries = 1.0 - np.arange(n_runs)[:, None] * 2.0**-40
         return model.decision_function(queries)
 
