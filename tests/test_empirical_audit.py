@@ -12,7 +12,7 @@ per family:
 
 The neighbours are crafted so that the privacy loss is concentrated where the
 threshold looks (``why`` of each entry). Where a pair can realise only part of
-the bound, the mutant is stronger than noise x 0.8, by exactly the share the
+the bound, the mutant is stronger than noise x 0.8, by about the share the
 pair cannot reach; each such entry says why. Print the table with::
 
     python -m pytest -m slow tests/test_empirical_audit.py -s
