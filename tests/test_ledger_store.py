@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.model_selection import cross_val_score
+from test_ledger_processes import _EXCEEDED, _OK, _exit_with_outcome
 
 from dpsk import (
     ApproxDPEvent,
@@ -55,7 +56,6 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="fork and kill are PO
 POSTGRES = os.environ.get("DPSK_TEST_POSTGRES_URL")
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.skipif(
     not POSTGRES, reason="set DPSK_TEST_POSTGRES_URL to a PostgreSQL database"))]
-_OK, _EXCEEDED, _UNREACHABLE, _OTHER = 0, 3, 4, 1
 
 
 def _data(n=120, seed=0):
@@ -69,12 +69,8 @@ def _schema_url(schema):
     return POSTGRES + ("&" if "?" in POSTGRES else "?") + f"options=-csearch_path%3D{schema}"
 
 
-@pytest.fixture(params=BACKENDS)
-def where(request, tmp_path):
-    """A place for a new ledger: a SQLite file, or an empty PostgreSQL schema."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "ledger.db")
-        return
+def _empty_schema():
+    """A URL to a new, empty PostgreSQL schema, dropped when the test is done."""
     import psycopg
 
     schema = "dpsk_test_" + secrets.token_hex(6)
@@ -84,6 +80,15 @@ def where(request, tmp_path):
     gc.collect()  # ledgers of the test close their connections
     with psycopg.connect(POSTGRES, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=BACKENDS)
+def where(request, tmp_path):
+    """A place for a new ledger: a SQLite file, or an empty PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "ledger.db")
+    else:
+        yield from _empty_schema()
 
 
 @pytest.fixture
@@ -268,19 +273,12 @@ def test_read_only_reads_and_refuses_spends(where):
 
 # -- concurrency -------------------------------------------------------------------------
 def _child_fit(where, acc, barrier):
-    try:
+    def fit():
         barrier.wait(30)
         # Half the children use the inherited object, half open the ledger themselves.
-        ledger = acc if os.getpid() % 2 else BudgetAccountant.open(where)
-        _fit(ledger, 1.0)
-        code = _OK
-    except BudgetExceededError:
-        code = _EXCEEDED
-    except LedgerUnreachableError:
-        code = _UNREACHABLE
-    except BaseException:  # noqa: BLE001 - any other failure must show in the exit code
-        code = _OTHER
-    os._exit(code)
+        _fit(acc if os.getpid() % 2 else BudgetAccountant.open(where), 1.0)
+
+    _exit_with_outcome(fit)
 
 
 def test_eight_processes_never_overspend(where):
@@ -511,15 +509,7 @@ postgres_only = pytest.mark.skipif(not POSTGRES, reason="set DPSK_TEST_POSTGRES_
 
 @pytest.fixture
 def pg_where():
-    import psycopg
-
-    schema = "dpsk_test_" + secrets.token_hex(6)
-    with psycopg.connect(POSTGRES, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    yield _schema_url(schema)
-    gc.collect()
-    with psycopg.connect(POSTGRES, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    yield from _empty_schema()
 
 
 def _terminate(backend_pid):
