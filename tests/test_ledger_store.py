@@ -756,3 +756,27 @@ def test_a_copy_of_a_ledger_dropped_by_its_running_owner_says_so():
     gc.collect()
     with pytest.raises(LedgerUnreachableError, match="no longer exists: its owner, process"):
         copy.spend(0.1)
+
+
+def test_threads_with_their_own_objects_never_overspend(where):
+    import threading
+
+    BudgetAccountant.open(where, epsilon=1.0)
+    counts = []
+
+    def spend_until_refused():
+        acc, count = BudgetAccountant.open(where), 0
+        try:
+            while True:
+                acc.spend(0.1)
+                count += 1
+        except BudgetExceededError:
+            counts.append(count)
+
+    threads = [threading.Thread(target=spend_until_refused) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(counts) == 6 and sum(counts) == 10
+    assert BudgetAccountant.open(where).total() == pytest.approx((1.0, 0.0), rel=1e-12)
