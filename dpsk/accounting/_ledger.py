@@ -339,6 +339,7 @@ class BudgetAccountant:
         (0.5, 0.0)
         >>> BudgetAccountant.open(path).remaining()   # another day, another process
         (2.5, 0.0)
+        >>> import shutil; shutil.rmtree(os.path.dirname(path))
         """
         if label is not None and not isinstance(label, str):
             raise TypeError(f"label must be a string or None, got {type(label).__name__}.")
