@@ -42,6 +42,7 @@ from dpsk import (
     LedgerStoreError,
     LedgerUnreachableError,
     PureDPEvent,
+    make_private_pipeline,
 )
 from dpsk.__main__ import main
 from dpsk.accounting import _store
@@ -50,6 +51,7 @@ from dpsk.accounting._filter import ORDERS, FilterState, event_terms
 from dpsk.accounting._history import public_params
 from dpsk.accounting._tally import Tally
 from dpsk.model_selection import DPGridSearch, _search
+from dpsk.preprocessing import RowNormClipper
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="fork and kill are POSIX")
 
@@ -227,9 +229,14 @@ def test_estimators_searches_clones_pickles_and_workers_spend_through_it(where):
     copy.spend(0.25)
     assert copy.location == acc.location and copy._store is not acc._store
     with acc:
-        DPLogisticRegression(epsilon=0.25, classes=[0, 1]).fit(X, y)
+        make_private_pipeline(RowNormClipper(),
+                              DPLogisticRegression(epsilon=0.25, classes=[0, 1])).fit(X, y)
     assert acc.total() == pytest.approx((2.0, 0.0), rel=1e-12)
-    assert len(acc.events) == 5  # two folds, one search, one spend, one fit
+    # Two folds, one search, one spend, one pipeline.
+    assert len(acc.events) == 5
+    assert [r["estimator"] for r in acc.history(as_frame=False)] == [
+        "DPLogisticRegression", "DPLogisticRegression", "DPGridSearch", None,
+        "DPLogisticRegression"]
 
 
 def test_a_model_saved_with_a_stored_ledger_charges_it_after_its_process_ended(where):
