@@ -419,6 +419,30 @@ class BudgetAccountant:
         _warn_if_weak(event.epsilon, event.delta, "A release")
         return self
 
+    def check_all(self, events):
+        """Raise :class:`BudgetExceededError` unless several releases fit, in this order.
+
+        What :meth:`spend_all` would accept, without recording anything: a
+        pipeline checks the releases of all its private steps before the first
+        one spends.
+
+        Parameters
+        ----------
+        events : sequence of PrivacyEvent or (epsilon, delta) pairs
+
+        Returns
+        -------
+        True
+            When the batch fits; nothing is recorded.
+        """
+        batch = [self._event(*item) if isinstance(item, tuple) else self._event(item, 0.0)
+                 for item in events]
+        if batch:
+            with self._ledger() as (recorded, _):
+                if not self._fits(recorded, batch):
+                    self._raise_exceeded(recorded, batch)
+        return True
+
     def spend_all(self, events):
         """Record several releases at once, or none of them.
 

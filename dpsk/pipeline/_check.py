@@ -90,6 +90,8 @@ from sklearn.preprocessing import (
 )
 from sklearn.random_projection import GaussianRandomProjection, SparseRandomProjection
 
+from ._dry import dry_recorder
+
 __all__ = ["check_pipeline", "warn_if_pipeline_leaks", "LeakyPipelineWarning",
            "NonPrivateSelectionWarning"]
 
@@ -613,6 +615,8 @@ def warn_from_calling_pipeline(estimator):
     for obj, _ in metas:
         if _is_resampling(obj):
             raise ValueError(_RESAMPLE_REFUSAL.format(name=type(obj).__name__))
+    if dry_recorder() is not None:
+        return  # a dry run refuses what the fit would; the fit itself warns
     names = _leaks_in_chain(chain)
     if names:
         warnings.warn(_leak_message(names), LeakyPipelineWarning, stacklevel=stacklevel)

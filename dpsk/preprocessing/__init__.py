@@ -12,7 +12,7 @@ fit is an epsilon-DP release charged to the ledger. Use
 
 from ._bounds import PrivateBoundsScaler, bounds_grid
 from ._data import BoundedScaler, RowNormClipper
-from ._table import make_table_encoder, table_norm_bound
+from ._table import TableEncoder, make_table_encoder, table_norm_bound
 
-__all__ = ["BoundedScaler", "PrivateBoundsScaler", "RowNormClipper", "bounds_grid",
-           "make_table_encoder", "table_norm_bound"]
+__all__ = ["BoundedScaler", "PrivateBoundsScaler", "RowNormClipper", "TableEncoder",
+           "bounds_grid", "make_table_encoder", "table_norm_bound"]

@@ -322,6 +322,18 @@ class PrivateBoundsScaler(PrivacyAccountingMixin, OneToOneFeatureMixin, Transfor
         return {"lower_": lower, "upper_": upper,
                 "row_norm_bound_": math.sqrt(len(columns)) * max(abs(a), abs(b))}
 
+    def _stand_in(self, columns):
+        """Public stand-ins for the bounds, for a dry run (``dpsk.pipeline._dry``).
+
+        ``[0, 1]`` for every column and the true ``row_norm_bound_``: the steps
+        after the scaler check their input on values of the right shape and
+        range, and nothing is drawn or spent.
+        """
+        p = len(columns)
+        a, b = _pair(self.feature_range, "feature_range")
+        return {"lower_": np.zeros(p), "upper_": np.ones(p),
+                "row_norm_bound_": math.sqrt(p) * max(abs(a), abs(b))}
+
     def transform(self, X):
         """Clip each column to ``[lower_, upper_]`` and map it onto ``feature_range``.
 
