@@ -38,6 +38,7 @@ from .linear_model import (
 )
 from .model_selection import DPGridSearch
 from .pipeline import (
+    DataNormWarning,
     LeakyPipelineWarning,
     NonPrivateSelectionWarning,
     PrivatePipeline,
@@ -81,4 +82,5 @@ __all__ = [
     "DPGridSearch",
     "DPPredictionEnsemble",
     "DPStabilityPredictor",
+    "DataNormWarning",
 ]

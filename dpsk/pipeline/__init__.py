@@ -15,6 +15,7 @@ from ._check import (
     check_pipeline,
     warn_if_pipeline_leaks,
 )
+from ._norms import DataNormWarning, published_row_bound
 from ._private import PrivatePipeline, make_private_pipeline
 
 __all__ = [
@@ -28,4 +29,6 @@ __all__ = [
     "pipeline_cost",
     "private_steps",
     "PipelineCost",
+    "DataNormWarning",
+    "published_row_bound",
 ]

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 from sklearn.base import clone
+from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 
 from .._silence import silenced
@@ -27,20 +28,30 @@ from ._dry import dry_run
 __all__ = ["PipelineCost", "check_before_fit", "pipeline_cost", "private_steps"]
 
 
-def private_steps(estimator):
+def _fitted_parts(obj):
+    """``_parts``, but a fitted column transformer's fitted clones (``transformers_``)."""
+    fitted = getattr(obj, "transformers_", None) if isinstance(obj, ColumnTransformer) else None
+    if fitted is None:
+        return _parts(obj)
+    return [(name, part) for name, part, _ in fitted]
+
+
+def private_steps(estimator, fitted=False):
     """``(path, step)`` of every private step of ``estimator``, in the order a fit runs them.
 
     A private step is a dpsk estimator (it charges a ledger): a private model,
     a private search, or private preprocessing such as
     :class:`~dpsk.preprocessing.PrivateBoundsScaler`, at any depth (in a
     pipeline, a column transformer, a feature union). Paths are the names
-    ``set_params`` uses (``"columntransformer__numeric_private__bounds"``); a
+    ``set_params`` uses (``"tableencoder__numeric_private__bounds"``); a
     private ``estimator`` itself has the path ``""``. What a private step
     wraps (a search's candidates) is its own business and not listed.
 
     Parameters
     ----------
     estimator : estimator
+    fitted : bool, default=False
+        List the fitted steps (a column transformer fits clones of its parts).
 
     Returns
     -------
@@ -52,7 +63,7 @@ def private_steps(estimator):
         if is_private_step(obj):
             found.append((path, obj))
             return
-        for name, part in _parts(obj):
+        for name, part in (_fitted_parts(obj) if fitted else _parts(obj)):
             walk(f"{path}__{name}" if path else name, part)
 
     walk("", estimator)
@@ -174,7 +185,7 @@ def run_dry(copy, X, y=None, **fit_params):
             Pipeline.fit(copy, X, y, **copy._route_weights(fit_params))
         else:
             copy.fit(X, y, **fit_params)
-    paths = {id(step): path for path, step in private_steps(copy)}
+    paths = {id(step): path for path, step in private_steps(copy, fitted=True)}
     return PipelineCost(tuple((paths.get(id(r.step), type(r.step).__name__.lower()),
                                r.accountant, r.event) for r in planned))
 

@@ -70,7 +70,9 @@ learn a mean, median or mode, encoders that learn categories, feature selectors,
 data, so its result is public.
 """
 
+import os
 import sys
+import threading
 import warnings
 
 from sklearn.compose import ColumnTransformer
@@ -560,11 +562,102 @@ def _calling_context(estimator):
             outermost = (frame, level)
     if outermost is None:
         return [], [], 0
-    frame, level = outermost
-    while frame.f_back is not None and frame.f_globals.get("__name__", "").split(".")[0] in (
-            "sklearn", "dpsk", "joblib"):
+    return chain, metas, user_stacklevel(*outermost)
+
+
+def _outer_call(estimator):
+    """An identity of the outer call fitting ``estimator`` (a search, a CV function).
+
+    ``(id of the user's frame, its current instruction, id of the first
+    library frame it called)``: the same for every fold of one
+    ``cross_val_score`` or ``GridSearchCV.fit``, different for the next call
+    from another line. A second call from the same line in a loop may get the
+    same identity (frame memory is reused), as Python's default filter shows a
+    warning once per line. In a worker, where no user frame exists, the
+    process is the identity.
+    """
+    frame = sys._getframe(1)
+    last_library = None
+    while frame is not None:
+        if _top_module(frame) in _LIBRARIES:
+            last_library = frame
+        elif last_library is not None and not _only_runners(frame):
+            return (id(frame), frame.f_lasti, id(last_library))
+        frame = frame.f_back
+    return ("worker", os.getpid())
+
+
+#: (category, text, outer call) of the warnings given, oldest first (bounded).
+_GIVEN = {}
+_GIVEN_MAX = 256
+_GIVEN_LOCK = threading.Lock()
+
+
+def _first_in_call(category, text, estimator):
+    """Whether this warning was not yet given in the same outer call (and note it)."""
+    key = (category, text, _outer_call(estimator))
+    with _GIVEN_LOCK:
+        if key in _GIVEN:
+            return False
+        _GIVEN[key] = None
+        while len(_GIVEN) > _GIVEN_MAX:
+            del _GIVEN[next(iter(_GIVEN))]
+    return True
+
+
+#: Top-level modules whose frames are not the user's: a warning points above them.
+_LIBRARIES = ("sklearn", "dpsk", "joblib")
+#: Modules that run a worker's task (process and thread pools, ``python -m``).
+_RUNNERS = ("multiprocessing", "concurrent", "threading", "runpy", "loky", "__main__")
+
+
+def _top_module(frame):
+    return frame.f_globals.get("__name__", "").split(".")[0]
+
+
+def _is_runner(frame):
+    """A frame of the machinery that runs a worker's task (never the user's code)."""
+    name = _top_module(frame)
+    if name == "__main__":  # a worker started as ``python -m ...loky...``
+        return "joblib" in frame.f_code.co_filename or "loky" in frame.f_code.co_filename
+    return name in _RUNNERS
+
+
+def user_stacklevel(frame, level):
+    """The ``stacklevel`` that points a warning at the user's line above ``frame``.
+
+    ``frame`` sits ``level`` levels above the call to :func:`warnings.warn`.
+    The first frame above it outside scikit-learn, joblib and dpsk is the
+    user's. In a worker process or thread there is none: only the pool's
+    machinery (``multiprocessing``, ``concurrent.futures``, loky) runs the
+    task, and a warning pointed there would name ``multiprocessing/process.py``.
+    The warning then points at the outermost scikit-learn or dpsk frame (other
+    than scikit-learn's parallel helpers), such as scikit-learn's
+    ``_fit_and_score``: it says what ran.
+    """
+    named = level if _is_named(frame) else None
+    while frame.f_back is not None and _top_module(frame) in _LIBRARIES:
         frame, level = frame.f_back, level + 1
-    return chain, metas, level
+        if _is_named(frame):
+            named = level
+    if _top_module(frame) in _LIBRARIES or _only_runners(frame):
+        return named if named is not None else level
+    return level
+
+
+def _is_named(frame):
+    """A scikit-learn or dpsk frame that says what ran (not a parallel helper)."""
+    name = frame.f_globals.get("__name__", "")
+    return name.split(".")[0] in ("sklearn", "dpsk") and not name.startswith("sklearn.utils")
+
+
+def _only_runners(frame):
+    """Whether ``frame`` and everything above it belong to a worker's machinery."""
+    while frame is not None:
+        if not (_is_runner(frame) or _top_module(frame) in _LIBRARIES):
+            return False
+        frame = frame.f_back
+    return True
 
 
 def _leaks_in_chain(chain):
@@ -617,12 +710,14 @@ def warn_from_calling_pipeline(estimator):
             raise ValueError(_RESAMPLE_REFUSAL.format(name=type(obj).__name__))
     if dry_recorder() is not None:
         return  # a dry run refuses what the fit would; the fit itself warns
+    # Once per outer call: a cross-validation fits a clone per fold, and dpsk's
+    # silencing of each fit resets Python's own once-per-line registry.
     names = _leaks_in_chain(chain)
-    if names:
+    if names and _first_in_call(LeakyPipelineWarning, _leak_message(names), estimator):
         warnings.warn(_leak_message(names), LeakyPipelineWarning, stacklevel=stacklevel)
-    texts = _selection_texts(metas)
-    if texts:
-        warnings.warn(" ".join(texts), NonPrivateSelectionWarning, stacklevel=stacklevel)
+    text = " ".join(_selection_texts(metas))
+    if text and _first_in_call(NonPrivateSelectionWarning, text, estimator):
+        warnings.warn(text, NonPrivateSelectionWarning, stacklevel=stacklevel)
 
 
 def _leak_message(names):
