@@ -26,7 +26,7 @@ from sklearn.impute import MissingIndicator
 from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.preprocessing import Normalizer, OneHotEncoder
 
-from ._check import _calling_context, user_stacklevel
+from ._check import _calling_context, _first_in_call, user_stacklevel
 
 __all__ = ["DataNormWarning", "published_row_bound", "input_row_bound", "resolve_data_norm"]
 
@@ -159,7 +159,8 @@ def resolve_data_norm(estimator):
     bound = input_row_bound(estimator)
     if bound is not None and math.isfinite(bound) and bound > 0:
         return float(bound)
-    warnings.warn(_NO_BOUND.format(name=type(estimator).__name__), DataNormWarning,
-                  stacklevel=user_stacklevel(sys._getframe(1), 2))
+    text = _NO_BOUND.format(name=type(estimator).__name__)
+    if _first_in_call(DataNormWarning, text, estimator):  # not once per fold of a CV
+        warnings.warn(text, DataNormWarning, stacklevel=user_stacklevel(sys._getframe(1), 2))
     return 1.0
 

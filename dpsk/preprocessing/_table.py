@@ -88,10 +88,11 @@ def _check_categories(column, values, fill):
     if len(set(values)) != len(values):
         raise ValueError(f"categorical[{column!r}] lists a category more than once: "
                          f"{values!r}.")
-    if all(_is_bool(v) for v in values):
-        # A boolean (or pandas "boolean") column: encoded through the names
-        # "False" and "True", so that a string fill value can sit beside them.
-        values = [str(bool(v)) for v in values]
+    if _coded_as_text(values, fill):
+        # Booleans (a bool or pandas "boolean" column), and numeric codes next to a
+        # string fill: encoded through their names ("False", "1"), so that the
+        # fill value can sit beside them (_as_categories maps the entries).
+        values = [_category_text(v) for v in values]
     strings = all(isinstance(v, str) for v in values)
     if not (strings or all(_is_number(v) for v in values)):
         raise ValueError(f"categorical[{column!r}] must hold only strings, only numbers or "
@@ -104,6 +105,19 @@ def _check_categories(column, values, fill):
         if fill not in values:
             values.append(fill)
     return values if strings else sorted(values)
+
+
+def _coded_as_text(values, fill):
+    """Whether a column's declared categories are encoded through their names."""
+    return (all(_is_bool(v) for v in values)
+            or (isinstance(fill, str) and all(_is_number(v) for v in values)))
+
+
+def _category_text(value):
+    """The name a boolean or numeric category is encoded by: ``"True"``, ``"1"``, ``"2.5"``."""
+    if _is_bool(value):
+        return str(bool(value))
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _check_schema(numeric, categorical, fill_categorical=None):
@@ -179,7 +193,7 @@ def _as_numbers(X, columns):
     return out
 
 
-def _as_categories(X, columns, categories, fill, refuse_unknown, booleans=()):
+def _as_categories(X, columns, categories, fill, refuse_unknown, coded=None):
     """Categorical columns with NaN for missing entries, checked against the declaration.
 
     A column of string categories is returned as objects even when every entry
@@ -190,10 +204,9 @@ def _as_categories(X, columns, categories, fill, refuse_unknown, booleans=()):
     values = _missing_to_nan(X)
     if values.dtype != object and any(isinstance(c, str) for cats in categories for c in cats):
         values = values.astype(object)
-    for j in booleans:  # declared booleans are encoded as "False" and "True"
+    for j, declared in (coded or {}).items():  # booleans and numeric codes: by name
         present = ~_is_missing(values[:, j])
-        values[present, j] = [str(bool(v)) if _is_bool(v) else v
-                              for v in values[present, j]]
+        values[present, j] = [_declared_text(v, declared) for v in values[present, j]]
     if refuse_unknown:
         missing = _is_missing(values) if values.dtype == object else np.isnan(values)
         for j, (column, declared) in enumerate(zip(columns, categories)):
@@ -204,6 +217,15 @@ def _as_categories(X, columns, categories, fill, refuse_unknown, booleans=()):
                     "categories (handle_unknown='error'). The encoder refuses it before "
                     "anything is fitted or spent.")
     return values
+
+
+def _declared_text(value, declared):
+    """The name of the declared category equal to ``value``, or ``value`` (undeclared)."""
+    if _is_bool(value) or _is_number(value):
+        for category in declared:
+            if value == category:
+                return _category_text(category)
+    return value
 
 
 def _numeric_fill(fill_numeric, low, high):
@@ -297,7 +319,9 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
         duplicates, only strings, only numbers or only booleans (a bool or
         pandas ``boolean`` column, declared ``[False, True]``; its indicator
         columns are named ``<column>_False`` and ``<column>_True``), no
-        missing value. Values
+        missing value. Booleans, and numeric codes (``[0, 1]``) next to a
+        string ``fill_categorical``, are encoded through their names
+        (``<column>_1``), so that missing entries get their own indicator. Values
         outside the list are handled as ``handle_unknown`` says.
     fill_numeric : "midpoint" or float, default="midpoint"
         Value put in place of a missing (NaN) numeric entry, before scaling:
@@ -409,8 +433,10 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
             _as_categories, feature_names_out="one-to-one",
             kw_args={"columns": list(categories), "categories": list(categories.values()),
                      "fill": fill_categorical, "refuse_unknown": handle_unknown == "error",
-                     "booleans": [j for j, column in enumerate(categorical or {})
-                                  if all(_is_bool(v) for v in categorical[column])]})
+                     "coded": {j: list(categorical[column])
+                               for j, column in enumerate(categorical or {})
+                               if _coded_as_text(list(categorical[column]),
+                                                 fill_categorical)}})
         steps = [("mark_missing", mark), ("onehot", onehot)]
         if fill_categorical is not None:
             steps.insert(1, ("impute", SimpleImputer(strategy="constant",
