@@ -329,11 +329,15 @@ def test_bounds_method_follows_the_rule():
         scaler = PrivateBoundsScaler(epsilon=0.5, accountant=BudgetAccountant()).fit(big)
     assert scaler.method_ == "quantiles"
     small = big[:1500]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", PrivateBoundsWarning)
+    with pytest.warns(PrivateBoundsWarning, match="one private median") as record:
         scaler = PrivateBoundsScaler(epsilon=0.2, random_state=0,
                                      accountant=BudgetAccountant()).fit(small)
-    assert scaler.method_ == "median"
+    assert scaler.method_ == "median" and len(record) == 1
+    assert f"{bounds_epsilon_needed(1500, 2, method='quantiles'):.3g}" in str(record[0].message)
+    with warnings.catch_warnings():  # chosen knowingly, and its rule holds: no warning
+        warnings.simplefilter("error", PrivateBoundsWarning)
+        PrivateBoundsScaler(epsilon=0.2, method="median", accountant=BudgetAccountant()).fit(
+            small)
     # [0, 1.5 m] around a median near 40: the bulk of the data lands inside.
     assert np.all(scaler.lower_ == 0.0) and np.all((scaler.upper_ > 40) & (scaler.upper_ < 90))
 
@@ -406,7 +410,9 @@ def test_scikit_learn_parameters_say_what_to_use(name):
         DPLogisticRegression(**{name: 1})
     with pytest.raises(TypeError, match=f"'{name}'"):
         DPLogisticRegression().set_params(**{name: 1})
-    with pytest.raises(TypeError, match="not parameters"):
+    with pytest.raises(TypeError, match="'C'"):
+        DPHuberSVM(C=1)
+    with pytest.raises(TypeError, match="bogus"):  # anything else: Python's own message
         DPHuberSVM(bogus=1)
 
 

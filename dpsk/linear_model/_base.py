@@ -185,6 +185,14 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         """The loss of the release for ``n_classes`` (declared) classes."""
         raise NotImplementedError
 
+    def __new__(cls, *args, **kwargs):
+        # Before __init__ refuses them with a bare "unexpected keyword argument":
+        # say what to use instead of LogisticRegression's own parameters. (Not in
+        # __init__, whose signature scikit-learn reads as the list of parameters.)
+        refuse_sklearn_only(cls.__name__, [name for name in kwargs if name in SKLEARN_ONLY
+                                           and name not in cls._get_param_names()])
+        return super().__new__(cls)
+
     def set_params(self, **params):
         """As scikit-learn's, with a hint for ``LogisticRegression``'s own parameters."""
         refuse_sklearn_only(type(self).__name__,

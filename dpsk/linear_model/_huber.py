@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from .._optimize._losses import HuberLoss
-from ._base import AUTO_DATA_NORM, BaseDPLinearClassifier, refuse_sklearn_only
+from ._base import AUTO_DATA_NORM, BaseDPLinearClassifier
 from ._logistic import _SHARED_ATTRS_DOC, _SHARED_PARAMS_DOC
 
 __all__ = ["DPHuberSVM"]
@@ -68,9 +68,7 @@ class DPHuberSVM(BaseDPLinearClassifier):
 
     def __init__(self, epsilon=1.0, alpha="auto", perturbation="objective", fit_intercept=True,
                  data_norm="auto", tol=1e-10, accountant=None, n_jobs=None,
-                 random_state=None, h=0.5, classes=None, delta=0.0, class_weight=None,
-                 **unsupported):
-        refuse_sklearn_only("DPHuberSVM", unsupported)
+                 random_state=None, h=0.5, classes=None, delta=0.0, class_weight=None):
         self.epsilon = epsilon
         self.alpha = alpha
         self.perturbation = perturbation

@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from .._optimize._losses import LogisticLoss, MultinomialLoss
-from ._base import AUTO_DATA_NORM, BaseDPLinearClassifier, refuse_sklearn_only
+from ._base import AUTO_DATA_NORM, BaseDPLinearClassifier
 
 __all__ = ["DPLogisticRegression"]
 
@@ -197,8 +197,7 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     def __init__(self, epsilon=1.0, alpha="auto", perturbation="objective", fit_intercept=True,
                  data_norm="auto", tol=1e-10, accountant=None, n_jobs=None,
                  random_state=None, classes=None, delta=0.0, multi_class="auto",
-                 class_weight=None, **unsupported):
-        refuse_sklearn_only("DPLogisticRegression", unsupported)
+                 class_weight=None):
         self.epsilon = epsilon
         self.alpha = alpha
         self.perturbation = perturbation

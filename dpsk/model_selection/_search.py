@@ -318,7 +318,8 @@ def _unwrap(results):
 def _preprocessing_paths(estimator):
     """Paths of the private steps of ``estimator`` before its private model."""
     prefix, _ = _private_final_step(estimator)
-    return [path for path, _ in private_steps(estimator) if path + "__" != prefix]
+    final = prefix[:-2]  # "<name>__" -> "<name>"; "" for the model itself
+    return [path for path, _ in private_steps(estimator) if path != final]
 
 
 def _run_settings(estimator, random_state, ledger):
@@ -504,9 +505,15 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         ``y`` once (with a :class:`~dpsk.ClassesFromDataWarning`) and declares
         them to every candidate, so a part that lacks a class fits anyway.
         Earlier pipeline steps must be data-independent
-        (``FunctionTransformer``, ``Normalizer``, ...): if any candidate has a
-        step that learns from the data (``StandardScaler``), the search refuses
-        to run unless ``allow_learned_steps=True``.
+        (``FunctionTransformer``, ``Normalizer``, ...) or private
+        preprocessing (``PrivateBoundsScaler``, the schema encoder with
+        ``bounds_epsilon``): every run refits those at their own epsilon, on
+        its own rows, and the search's one charge covers them too (``+ b`` for
+        ``"disjoint"``, ``+ 3 b`` for ``"random-stopping"``, a pure component of
+        every run's curve for ``"repeat"``; ``b`` their epsilon). If any
+        candidate has a step that learns from the data without noise
+        (``StandardScaler``), the search refuses to run unless
+        ``allow_learned_steps=True``.
         Inner estimators must not print: a truthy ``verbose`` (or
         ``verbosity``) parameter anywhere in a candidate is refused before
         anything is spent, and everything inner fits print or log is discarded

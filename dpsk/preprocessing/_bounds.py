@@ -251,13 +251,14 @@ class PrivateBoundsScaler(PrivacyAccountingMixin, OneToOneFeatureMixin, Transfor
     m)]`` (``[-1, 1]`` for ``m = 0``). ``method="auto"`` (the default) applies
     the rule of ``docs/privacy.rst`` to the public numbers (rows, columns,
     epsilon, grid) before anything is read: the quantiles when it says their
-    ends will land near the data, else the median; if it says even the median
-    may land far from the data, ``fit`` warns (:class:`PrivateBoundsWarning`)
-    before spending, with the epsilon it needs. ``transform`` clips each column to its
-    learned ``[lower_, upper_]`` and maps it linearly onto ``feature_range``.
-    Every output row then has L2 norm at most ``row_norm_bound_ =
-    sqrt(p) * max(|a|, |b|)`` for ``feature_range = (a, b)``, which is known
-    before fitting: give it to the private model as ``data_norm``.
+    ends will land near the data, else the median, and then ``fit`` warns
+    (:class:`PrivateBoundsWarning`) before spending, with the epsilon the
+    quantiles would need (and, where even the median's rule fails, what that
+    needs). ``transform`` clips each column to its learned ``[lower_,
+    upper_]`` and maps it linearly onto ``feature_range``. Every output row
+    then has L2 norm at most ``row_norm_bound_ = sqrt(p) * max(|a|, |b|)`` for
+    ``feature_range = (a, b)``, which is known before fitting: a private model
+    after the scaler reads it (``data_norm="auto"``).
 
     Guarantee: the learned bounds (``lower_``, ``upper_``) are
     ``epsilon``-differentially private under replace-one neighbours (McSherry
@@ -440,19 +441,29 @@ class PrivateBoundsScaler(PrivacyAccountingMixin, OneToOneFeatureMixin, Transfor
             holds = tails
         else:
             holds = _rule_margin(epsilon / p, 0.5, n, self._median_grid().size) >= 0
-        if not holds:
-            needed = bounds_epsilon_needed(n, p, method=method, quantiles=quantiles,
+        needed = {m: bounds_epsilon_needed(n, p, method=m, quantiles=quantiles,
                                            magnitude_range=self.magnitude_range,
                                            steps_per_octave=self.steps_per_octave)
-            warnings.warn(
-                f"PrivateBoundsScaler(epsilon={epsilon:g}, method={method!r}) on {n} rows "
-                f"and {p} columns: by the rule of docs/privacy.rst ('Private bounds') the "
-                f"bounds may land far from the data, and the columns then carry little for "
-                f"the model. The rule asks for epsilon >= {needed:.3g} here. Declare the "
-                "bounds you know (make_table_encoder: (low, high) per column, free), give "
-                "the bounds more epsilon, or narrow magnitude_range. Nothing has been "
-                "read or spent yet.", PrivateBoundsWarning,
-                stacklevel=user_stacklevel(sys._getframe(1), 2))
+                  for m in ("quantiles", "median")}
+        head = (f"PrivateBoundsScaler(epsilon={epsilon:g}, method={self.method!r}) on {n} "
+                f"rows and {p} columns: ")
+        advice = ("Declare the bounds you know (make_table_encoder: (low, high) per column, "
+                  "free), give the bounds more epsilon, or narrow magnitude_range. Nothing "
+                  "has been read or spent yet.")
+        if not holds:
+            text = (f"by the rule of docs/privacy.rst ('Private bounds') the bounds may land "
+                    f"far from the data, and the columns then carry little for the model. The "
+                    f"rule asks for epsilon >= {needed[method]:.3g} here. " + advice)
+        elif self.method == "auto" and not tails:
+            text = (f"the 5th/95th-percentile bounds would need epsilon >= "
+                    f"{needed['quantiles']:.3g} by the rule of docs/privacy.rst ('Private "
+                    "bounds'), so each column gets one private median instead (cheaper, "
+                    "cruder: its range is [0, 1.5 median]). Expect lower accuracy than with "
+                    "declared bounds (python -m benchmarks raw-tables measures it). " + advice)
+        else:
+            return method
+        warnings.warn(head + text, PrivateBoundsWarning,
+                      stacklevel=user_stacklevel(sys._getframe(1), 2))
         return method
 
     def _median_grid(self):
