@@ -88,18 +88,24 @@ categorical = {
 # %%
 # The private pipeline
 # --------------------
-# Total epsilon 1: 0.2 for the three learned ranges (split over their six
-# ends), 0.8 for the model.
+# Total epsilon 1: 0.2 for the three learned ranges, 0.8 for the model. The
+# model's ``data_norm`` is left at its default, ``"auto"``: it reads the
+# encoder's row bound.
+
+
+def private_pipeline(ledger, class_weight=None):
+    """The schema encoder with private bounds, then the model, on one ledger."""
+    encoder = make_table_encoder(numeric, categorical, bounds_epsilon=0.2,
+                                 bounds_accountant=ledger)
+    encoder.set_params(numeric_private__bounds__random_state=0)
+    model = DPLogisticRegression(epsilon=0.8, classes=["<=50K", ">50K"],
+                                 class_weight=class_weight, accountant=ledger,
+                                 random_state=0)
+    return make_private_pipeline(encoder, model, strict=True)
+
+
 ledger = BudgetAccountant(epsilon=1.0)
-encoder = make_table_encoder(numeric, categorical, bounds_epsilon=0.2,
-                             bounds_accountant=ledger)
-encoder.set_params(numeric_private__bounds__random_state=0)
-pipe = make_private_pipeline(
-    encoder,
-    DPLogisticRegression(epsilon=0.8, classes=["<=50K", ">50K"], accountant=ledger,
-                         random_state=0),
-    strict=True,
-)
+pipe = private_pipeline(ledger)
 print("steps that learn without noise:", check_pipeline(pipe))
 pipe.fit(X_train, y_train)
 print(f"test accuracy {pipe.score(X_test, y_test):.3f}, balanced accuracy "
@@ -114,14 +120,8 @@ print("the model's data_norm_:", pipe[-1].data_norm_,
 # A label outside the declared classes is refused before the bounds spend.
 # The ledger is unchanged (here a fresh one of the same budget).
 check_ledger = BudgetAccountant(epsilon=1.0)
-refused = make_private_pipeline(
-    make_table_encoder(numeric, categorical, bounds_epsilon=0.2,
-                       bounds_accountant=check_ledger),
-    DPLogisticRegression(epsilon=0.8, classes=["<=50K", ">50K"], accountant=check_ledger),
-    strict=True,
-)
 try:
-    refused.fit(X_train, y_train.replace(">50K", ">50k"))  # a typo in the labels
+    private_pipeline(check_ledger).fit(X_train, y_train.replace(">50K", ">50k"))  # a typo
 except ValueError as exc:
     print("refused:", str(exc)[:90], "...")
 print("ledger after the refusal:", check_ledger.spends)
@@ -137,17 +137,8 @@ print("ledger after the refusal:", check_ledger.spends)
 # matter to you. This is a second model on the same rows, so it has its own
 # budget here; on your data, choose the weights before the one fit.
 p = 0.24
-weighted_ledger = BudgetAccountant(epsilon=1.0)
-weighted_encoder = make_table_encoder(numeric, categorical, bounds_epsilon=0.2,
-                                      bounds_accountant=weighted_ledger)
-weighted_encoder.set_params(numeric_private__bounds__random_state=0)
-weighted = make_private_pipeline(
-    weighted_encoder,
-    DPLogisticRegression(epsilon=0.8, classes=["<=50K", ">50K"],
-                         class_weight={"<=50K": p, ">50K": 1 - p},
-                         accountant=weighted_ledger, random_state=0),
-    strict=True,
-).fit(X_train, y_train)
+weighted = private_pipeline(BudgetAccountant(epsilon=1.0),
+                            class_weight={"<=50K": p, ">50K": 1 - p}).fit(X_train, y_train)
 print(f"with class_weight: accuracy {weighted.score(X_test, y_test):.3f}, balanced accuracy "
       f"{balanced_accuracy_score(y_test, weighted.predict(X_test)):.3f}")
 

@@ -45,6 +45,22 @@ from ._check import (
 __all__ = ["PrivatePipeline", "make_private_pipeline"]
 
 
+def _guarded(name, doc):
+    """Pipeline's method ``name``, available as Pipeline's is, with a step's message
+    replaced as in a fit (:meth:`PrivatePipeline._shown_or_hidden`)."""
+    def available(self):
+        if name == "transform" and self._final_estimator == "passthrough":
+            return True
+        return hasattr(self._final_estimator, name)
+
+    def method(self, X, **params):
+        return self._shown_or_hidden(getattr(super(PrivatePipeline, self), name), X, **params)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = doc
+    return available_if(available)(method)
+
+
 class PrivatePipeline(Pipeline):
     """A :class:`sklearn.pipeline.Pipeline` that is checked as one budgeted release.
 
@@ -187,23 +203,14 @@ class PrivatePipeline(Pipeline):
         traceback's context). ``owner`` is the pipeline whose steps are fitted
         (a dry-run copy, or this one); in a dry run nothing was spent.
         """
-        owner = self if owner is None else owner
-        try:
-            return fit(X, y, **params)
-        except InvalidParameterError:
-            raise
-        except PublicRefusal as exc:
-            message = str(exc)
-        except Exception as exc:
-            if _through_private(exc.__traceback__, _FIT_FRAMES):
-                raise
-            kind = (ValueError if isinstance(exc, ValueError) else
-                    TypeError if isinstance(exc, TypeError) else RuntimeError)
-            index, name = _failing_step(owner, exc.__traceback__)
-            message = None
-        # Raised outside the except block: no __context__ holds the original.
+        ok, out = _run_guarded(lambda: fit(X, y, **params), _FIT_FRAMES)
+        if ok:
+            return out
+        kind, message, traceback = out
         if message is not None:
             raise PublicRefusal(message)
+        index, name = _failing_step(self if owner is None else owner, traceback)
+        del traceback  # its frames hold the data
         raise kind(self._refusal(index, name, kind, spent_nothing=dry))
 
     def _refusal(self, index, name, kind, spent_nothing=False):
@@ -223,16 +230,10 @@ class PrivatePipeline(Pipeline):
 
     def _shown_or_hidden(self, method, X, **params):
         """A prediction-time call, with a step's message replaced as in a fit."""
-        try:
-            return method(X, **params)
-        except PublicRefusal as exc:
-            message = str(exc)
-        except Exception as exc:
-            if _through_private(exc.__traceback__, None):
-                raise
-            kind = (ValueError if isinstance(exc, ValueError) else
-                    TypeError if isinstance(exc, TypeError) else RuntimeError)
-            message = None
+        ok, out = _run_guarded(lambda: method(X, **params), None)
+        if ok:
+            return out
+        kind, message, _ = out
         if message is not None:
             raise PublicRefusal(message)
         raise kind("A step of the PrivatePipeline raised a "
@@ -241,25 +242,16 @@ class PrivatePipeline(Pipeline):
                    "category, say). Check the rows against what the steps declare "
                    "(categories, dtypes, columns).")
 
-    @available_if(lambda self: hasattr(self._final_estimator, "predict"))
-    def predict(self, X, **params):
-        """Predict as a Pipeline; a step's message is replaced (see the class docstring)."""
-        return self._shown_or_hidden(super().predict, X, **params)
-
-    @available_if(lambda self: hasattr(self._final_estimator, "predict_proba"))
-    def predict_proba(self, X, **params):
-        """Class probabilities as a Pipeline; messages as for :meth:`predict`."""
-        return self._shown_or_hidden(super().predict_proba, X, **params)
-
-    @available_if(lambda self: hasattr(self._final_estimator, "predict_log_proba"))
-    def predict_log_proba(self, X, **params):
-        """Log probabilities as a Pipeline; messages as for :meth:`predict`."""
-        return self._shown_or_hidden(super().predict_log_proba, X, **params)
-
-    @available_if(lambda self: hasattr(self._final_estimator, "decision_function"))
-    def decision_function(self, X, **params):
-        """Decision function as a Pipeline; messages as for :meth:`predict`."""
-        return self._shown_or_hidden(super().decision_function, X, **params)
+    predict = _guarded("predict", "Predict as a Pipeline; a step's message is replaced (see "
+                                  "the class docstring).")
+    predict_proba = _guarded("predict_proba", "Class probabilities as a Pipeline; messages "
+                                              "as for :meth:`predict`.")
+    predict_log_proba = _guarded("predict_log_proba", "Log probabilities as a Pipeline; "
+                                                      "messages as for :meth:`predict`.")
+    decision_function = _guarded("decision_function", "Decision function as a Pipeline; "
+                                                      "messages as for :meth:`predict`.")
+    transform = _guarded("transform", "Transform as a Pipeline; messages as for "
+                                      ":meth:`predict`.")
 
     @available_if(lambda self: hasattr(self._final_estimator, "score"))
     def score(self, X, y=None, sample_weight=None, **params):
@@ -268,11 +260,30 @@ class PrivatePipeline(Pipeline):
             lambda X_, **p: Pipeline.score(self, X_, y, sample_weight=sample_weight, **p),
             X, **params)
 
-    @available_if(lambda self: self._final_estimator == "passthrough"
-                  or hasattr(self._final_estimator, "transform"))
-    def transform(self, X, **params):
-        """Transform as a Pipeline; messages as for :meth:`predict`."""
-        return self._shown_or_hidden(super().transform, X, **params)
+
+def _run_guarded(call, when):
+    """``(True, call())``, or ``(False, (kind, public message or None, traceback))``.
+
+    Invalid parameters (their messages quote parameters only), and exceptions
+    that passed through a dpsk estimator (:func:`_through_private` with
+    ``when``) are raised as they are. A :class:`PublicRefusal` comes back with
+    its message; anything else with its kind only (``ValueError``,
+    ``TypeError``, else ``RuntimeError``), for the caller to raise a fixed
+    message outside this ``except`` block, so that no ``__context__`` holds
+    the original.
+    """
+    try:
+        return True, call()
+    except InvalidParameterError:
+        raise
+    except PublicRefusal as exc:
+        return False, (PublicRefusal, str(exc), None)
+    except Exception as exc:
+        if _through_private(exc.__traceback__, when):
+            raise
+        kind = (ValueError if isinstance(exc, ValueError) else
+                TypeError if isinstance(exc, TypeError) else RuntimeError)
+        return False, (kind, None, exc.__traceback__)
 
 
 #: Method names of a fit, for :func:`_through_private` at fit time.
