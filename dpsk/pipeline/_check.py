@@ -70,10 +70,10 @@ learn a mean, median or mode, encoders that learn categories, feature selectors,
 data, so its result is public.
 """
 
-import os
 import sys
 import threading
 import warnings
+import weakref
 
 from sklearn.compose import ColumnTransformer
 from sklearn.impute import MissingIndicator, SimpleImputer
@@ -565,43 +565,70 @@ def _calling_context(estimator):
     return chain, metas, user_stacklevel(*outermost)
 
 
-def _outer_call(estimator):
-    """An identity of the outer call fitting ``estimator`` (a search, a CV function).
+#: scikit-learn's cross-validation entry points: their ``estimator`` is the user's object.
+_CV_ENTRIES = ("cross_validate", "cross_val_predict", "validation_curve", "learning_curve",
+               "permutation_test_score")
 
-    ``(id of the user's frame, its current instruction, id of the first
-    library frame it called)``: the same for every fold of one
-    ``cross_val_score`` or ``GridSearchCV.fit``, different for the next call
-    from another line. A second call from the same line in a loop may get the
-    same identity (frame memory is reused), as Python's default filter shows a
-    warning once per line. In a worker, where no user frame exists, the
-    process is the identity.
+
+def _call_owner(estimator):
+    """The user's object whose call is fitting ``estimator``, for warning once per object.
+
+    The outermost pipeline, meta-estimator (a search, a calibrator) or
+    cross-validated estimator (the ``estimator`` of ``cross_validate`` and the
+    like) above the fit; the estimator itself for a plain fit; None in a worker
+    process, where only scikit-learn's fitting function is visible. Read from
+    object identities in the call stack, as :func:`_calling_context` does.
     """
-    frame = sys._getframe(1)
-    last_library = None
+    frame, owner, in_cv = sys._getframe(1), None, False
     while frame is not None:
-        if _top_module(frame) in _LIBRARIES:
-            last_library = frame
-        elif last_library is not None and not _only_runners(frame):
-            return (id(frame), frame.f_lasti, id(last_library))
+        name = frame.f_code.co_name
+        if name in _CV_ENTRIES and _from_sklearn(frame):
+            owner = frame.f_locals.get("estimator", owner)
+        elif name in _CV_FUNCTIONS and _from_sklearn(frame):
+            in_cv = True
+        else:
+            caller = _frame_object(frame)
+            if caller is not None and caller is not estimator:
+                if is_private_step(caller):
+                    break  # an enclosing dpsk fit (a search's run) answers for above
+                owner = caller
         frame = frame.f_back
-    return ("worker", os.getpid())
+    if owner is None:
+        return None if in_cv else estimator
+    return owner
 
 
-#: (category, text, outer call) of the warnings given, oldest first (bounded).
+#: id(owner) -> (weak reference to it, {(category, text)} already given).
 _GIVEN = {}
-_GIVEN_MAX = 256
 _GIVEN_LOCK = threading.Lock()
 
 
-def _first_in_call(category, text, estimator):
-    """Whether this warning was not yet given in the same outer call (and note it)."""
-    key = (category, text, _outer_call(estimator))
+def _first_for_owner(category, text, estimator):
+    """Whether this warning was not yet given for the same owner (and note that it was).
+
+    Once per pipeline, search or cross-validated estimator, not once per fold:
+    dpsk silences each fit's own warnings, which resets Python's once-per-line
+    registry. The entry goes when the owner is collected (a weak reference), so
+    the rule is the same in every run. A fit in a worker (process or thread)
+    sees no owner and always warns.
+    """
+    owner = _call_owner(estimator)
+    if owner is None:
+        return True  # a worker sees no owner: every fit warns (in the worker)
+    key = id(owner)
     with _GIVEN_LOCK:
-        if key in _GIVEN:
+        entry = _GIVEN.get(key)
+        if entry is not None and entry[0]() is not owner:
+            entry = None  # a dead owner's id, reused
+        if entry is None:
+            try:
+                ref = weakref.ref(owner, lambda _, key=key: _GIVEN.pop(key, None))
+            except TypeError:  # not weakly referenceable: warn every time
+                return True
+            entry = _GIVEN[key] = (ref, set())
+        if (category, text) in entry[1]:
             return False
-        _GIVEN[key] = None
-        while len(_GIVEN) > _GIVEN_MAX:
-            del _GIVEN[next(iter(_GIVEN))]
+        entry[1].add((category, text))
     return True
 
 
@@ -710,13 +737,12 @@ def warn_from_calling_pipeline(estimator):
             raise ValueError(_RESAMPLE_REFUSAL.format(name=type(obj).__name__))
     if dry_recorder() is not None:
         return  # a dry run refuses what the fit would; the fit itself warns
-    # Once per outer call: a cross-validation fits a clone per fold, and dpsk's
-    # silencing of each fit resets Python's own once-per-line registry.
+    # Once per pipeline or search, not per fold (_first_for_owner).
     names = _leaks_in_chain(chain)
-    if names and _first_in_call(LeakyPipelineWarning, _leak_message(names), estimator):
+    if names and _first_for_owner(LeakyPipelineWarning, _leak_message(names), estimator):
         warnings.warn(_leak_message(names), LeakyPipelineWarning, stacklevel=stacklevel)
     text = " ".join(_selection_texts(metas))
-    if text and _first_in_call(NonPrivateSelectionWarning, text, estimator):
+    if text and _first_for_owner(NonPrivateSelectionWarning, text, estimator):
         warnings.warn(text, NonPrivateSelectionWarning, stacklevel=stacklevel)
 
 

@@ -26,7 +26,8 @@ from sklearn.impute import MissingIndicator
 from sklearn.pipeline import FeatureUnion, Pipeline
 from sklearn.preprocessing import Normalizer, OneHotEncoder
 
-from ._check import _calling_context, _first_in_call, user_stacklevel
+from ._check import _calling_context, _first_for_owner, user_stacklevel
+from ._dry import dry_recorder
 
 __all__ = ["DataNormWarning", "published_row_bound", "input_row_bound", "resolve_data_norm"]
 
@@ -150,7 +151,8 @@ def resolve_data_norm(estimator):
 
     A number is used as given. ``"auto"`` is the bound the step before the
     model publishes (:func:`input_row_bound`), else 1 with a
-    :class:`DataNormWarning`. Call it from the model's ``fit``, before its
+    :class:`DataNormWarning`, given once per model (or per pipeline, search
+    or cross-validated estimator that fits it). Call it from the model's ``fit``, before its
     data is read: the warning depends on the pipeline's steps only.
     """
     value = estimator.data_norm
@@ -160,7 +162,9 @@ def resolve_data_norm(estimator):
     if bound is not None and math.isfinite(bound) and bound > 0:
         return float(bound)
     text = _NO_BOUND.format(name=type(estimator).__name__)
-    if _first_in_call(DataNormWarning, text, estimator):  # not once per fold of a CV
+    if dry_recorder() is not None:
+        return 1.0  # a dry run: the fit that follows gives the warning
+    if _first_for_owner(DataNormWarning, text, estimator):  # once per model or search
         warnings.warn(text, DataNormWarning, stacklevel=user_stacklevel(sys._getframe(1), 2))
     return 1.0
 
