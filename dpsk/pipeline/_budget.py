@@ -99,10 +99,12 @@ class PipelineCost:
         return math.fsum(event.delta for event in self.events)
 
     def by_ledger(self):
-        """``[(ledger, [events])]``: the releases grouped by the ledger they charge."""
+        """``[(ledger, [events])]``: the releases grouped by the ledger they charge
+        (two objects on one store or journal are one ledger)."""
         groups = {}
         for _, ledger, event in self.releases:
-            groups.setdefault(id(ledger), (ledger, []))[1].append(event)
+            key = ledger._identity() if hasattr(ledger, "_identity") else id(ledger)
+            groups.setdefault(key, (ledger, []))[1].append(event)
         return list(groups.values())
 
 
