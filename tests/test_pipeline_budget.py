@@ -146,6 +146,57 @@ def test_two_ledgers_are_each_checked():
     assert bounds_ledger.events == [] and model_ledger.events == []
 
 
+def _stored(path, epsilon=1.0, **budget):
+    return BudgetAccountant.open(str(path), epsilon=epsilon, **budget)
+
+
+@pytest.mark.parametrize("composition", ["basic", "rdp"])
+def test_stored_ledger_refuses_an_over_budget_model_before_the_bounds_spend(
+        tmp_path, composition):
+    # The dry run reads the store's state (no charge, no write): the store's
+    # total and its history are what they were, seen from another object too.
+    X, y = _table(5)
+    budget = {} if composition == "basic" else {"delta": 1e-6, "composition": composition}
+    acc = _stored(tmp_path / "team.sqlite", **budget)
+    acc.spend(0.1)
+    before = (acc.total(), len(acc.history(as_frame=False)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(BudgetExceededError, match="2 releases"):
+            _quickstart(acc, epsilon=0.8).fit(X, y)
+    again = _stored(tmp_path / "team.sqlite", **budget)
+    assert (again.total(), len(again.history(as_frame=False))) == before
+    assert len(again.events) == 1
+
+
+def test_two_objects_on_one_store_are_checked_as_one_ledger(tmp_path):
+    # Bounds and model charge the same store through different objects: their
+    # releases are checked together, not each against the whole budget.
+    X, y = _table(6)
+    bounds_ledger = _stored(tmp_path / "team.sqlite", epsilon=0.9)
+    model_ledger = _stored(tmp_path / "team.sqlite", epsilon=0.9)
+    encoder = make_table_encoder(dict.fromkeys(NUMERIC), CATEGORICAL, bounds_epsilon=0.2,
+                                 bounds_accountant=bounds_ledger)
+    pipe = make_private_pipeline(encoder, DPLogisticRegression(
+        epsilon=0.8, classes=[0, 1], accountant=model_ledger))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(BudgetExceededError):
+            pipe.fit(X, y)
+    assert bounds_ledger.events == [] and model_ledger.events == []
+
+
+def test_a_fit_on_a_stored_ledger_records_both_releases(tmp_path):
+    X, y = _table(7)
+    acc = _stored(tmp_path / "team.sqlite")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _quickstart(acc).fit(X, y)
+    again = _stored(tmp_path / "team.sqlite")
+    assert len(again.events) == 2
+    assert again.total()[0] == pytest.approx(1.0)
+
+
 def _bad_tables():
     X, y = _table(4)
     inf = X.copy()

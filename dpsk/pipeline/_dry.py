@@ -52,7 +52,9 @@ class _RecordingLedger:
     def __init__(self, releases, step, accountant):
         self._releases, self._step, self._accountant = releases, step, accountant
 
-    def spend(self, event, delta=0.0):
+    def spend(self, event, delta=0.0, *, source=None):
+        # ``source`` names the spender in a stored ledger's history: a dry run
+        # writes no history.
         self._releases.append(PlannedRelease(self._step, self._accountant, event))
         return self
 
