@@ -39,6 +39,7 @@ from .linear_model import (
 )
 from .model_selection import DPGridSearch
 from .pipeline import (
+    DataNormWarning,
     LeakyPipelineWarning,
     NonPrivateSelectionWarning,
     PrivatePipeline,
@@ -83,4 +84,5 @@ __all__ = [
     "DPGridSearch",
     "DPPredictionEnsemble",
     "DPStabilityPredictor",
+    "DataNormWarning",
 ]

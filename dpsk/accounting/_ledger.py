@@ -575,6 +575,32 @@ class BudgetAccountant:
         _warn_if_weak(event.epsilon, event.delta, "A release")
         return self
 
+    def check_all(self, events):
+        """Raise :class:`BudgetExceededError` unless several releases fit, in this order.
+
+        What :meth:`spend_all` would accept, without recording anything: a
+        pipeline checks the releases of all its private steps before the first
+        one spends.
+
+        Parameters
+        ----------
+        events : sequence of PrivacyEvent or (epsilon, delta) pairs
+
+        Returns
+        -------
+        True
+            When the batch fits; nothing is recorded.
+        """
+        batch = [self._event(*item) if isinstance(item, tuple) else self._event(item, 0.0)
+                 for item in events]
+        if batch:
+            # A read of the ledger's current state (for a stored ledger, a
+            # read-only transaction): nothing is written, nothing charged.
+            with self._ledger(write=False) as held:
+                if not self._fits(held.tally, batch):
+                    self._raise_exceeded(held.tally, batch)
+        return True
+
     def spend_all(self, events, *, source=None):
         """Record several releases at once, or none of them.
 
@@ -780,6 +806,18 @@ class BudgetAccountant:
         return False
 
     # -- identity under copying -------------------------------------------------
+    def _identity(self):
+        """What tells ledgers apart: objects on one store or journal are one ledger.
+
+        A pipeline groups its releases by this before checking them together
+        (two objects opened on one store share its budget).
+        """
+        if self._store is not None:
+            return ("store", self._store.kind, self._store.store_id or self._store.location)
+        if self._journal is not None:
+            return ("journal", self._journal.path)
+        return ("memory", id(self))
+
     def __sklearn_clone__(self):
         return self
 
