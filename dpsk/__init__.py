@@ -37,6 +37,7 @@ from .linear_model import (
     robust_accuracy,
 )
 from .model_selection import DPGridSearch
+from .naive_bayes import DPCategoricalNB, DPGaussianNB
 from .pipeline import (
     LeakyPipelineWarning,
     NonPrivateSelectionWarning,
@@ -81,4 +82,6 @@ __all__ = [
     "DPGridSearch",
     "DPPredictionEnsemble",
     "DPStabilityPredictor",
+    "DPGaussianNB",
+    "DPCategoricalNB",
 ]
