@@ -163,7 +163,7 @@ def gaussian_noise_for_rho(l2_sensitivity_squared, rho):
 
 
 def zcdp_rho(epsilon, delta):
-    """The largest ``rho`` (to a relative 1e-9) such that ``rho``-zCDP gives ``(epsilon, delta)``-DP.
+    """The largest ``rho`` (to a relative 1e-9) with ``rho``-zCDP giving ``(epsilon, delta)``-DP.
 
     A ``rho``-zCDP release has Renyi curve ``alpha rho`` at every order; the
     conversion of Balle et al. (2020, Theorem 21), on dpsk's grid of orders
@@ -271,7 +271,7 @@ def grid_values(values, lower, upper, resolution):
 
 
 def grid_weights(sample_weight):
-    """Row weights in [0, 1] on the grid of :data:`WEIGHT_GRID`: integers in ``[0, WEIGHT_GRID]``."""
+    """Row weights in [0, 1] on the grid of :data:`WEIGHT_GRID`: integers ``0..WEIGHT_GRID``."""
     weights = np.asarray(sample_weight, dtype=np.float64)
     return np.clip(np.rint(weights * WEIGHT_GRID), 0, WEIGHT_GRID).astype(np.int64)
 

@@ -82,7 +82,9 @@ FLOOR_EXCESS = 0.005
 # Laplace counts (difference of two Laplace(b)): max_u u (1 + u/2) e^-u / 2 at u = sqrt 2;
 # Gaussian counts (difference of two N(0, s^2)): sqrt 2 max_u u Phi(-u) at u = 0.7518.
 _PRIOR_EXCESS_LAPLACE = 0.5 * (math.sqrt(2.0) + 1.0) * math.exp(-math.sqrt(2.0))
-_PRIOR_EXCESS_GAUSSIAN = math.sqrt(2.0) * 0.7517915241 * 0.5 * math.erfc(0.7517915241 / math.sqrt(2.0))
+_ARGMAX_GAUSSIAN = 0.7517915241
+_PRIOR_EXCESS_GAUSSIAN = (math.sqrt(2.0) * _ARGMAX_GAUSSIAN * 0.5
+                          * math.erfc(_ARGMAX_GAUSSIAN / math.sqrt(2.0)))
 
 
 @dataclass(frozen=True)

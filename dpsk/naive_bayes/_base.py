@@ -29,6 +29,7 @@ class BaseDPNaiveBayes(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
     """Fit plumbing and predictions of the private naive Bayes classifiers.
 
     Subclasses define ``_check_params_before_fit()`` (parameter checks, free),
+    ``_check_params_with_classes(n_classes)`` (those needing the classes, free),
     ``_validate_X(X)`` (the domain of the features, free; returns the prepared
     array), ``_release(data, epsilon=..., delta=...)`` and
     ``_joint_log_likelihood(X)``.
@@ -69,10 +70,14 @@ class BaseDPNaiveBayes(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
         check_not_datetime(X)
         X, y = values_withheld(self._validate_X_and_y, X, y)
         classes = resolve_classes(y, self.classes)
+        self._check_params_with_classes(len(classes))
         weights = check_sample_weight(sample_weight, X.shape[0])
         if weights is not None and np.all(weights == 1.0):
             weights = None  # the unweighted release, bit for bit
         return X, y, classes, np.searchsorted(classes, y), weights
+
+    def _check_params_with_classes(self, n_classes):
+        """Checks of parameters whose shape follows the classes (free; none by default)."""
 
     def _check_fitted_event(self, event):
         """The mechanism's own event must be the one the ledger records (a safety net)."""
@@ -105,7 +110,8 @@ class BaseDPNaiveBayes(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
+        jll = self.predict_joint_log_proba(X)
+        return self.classes_[np.argmax(jll, axis=1)]
 
     def predict_log_proba(self, X):
         """Log-probabilities of the classes.

@@ -26,7 +26,9 @@ _CATEGORIES_REQUIRED = (
 _CODES_OUTSIDE = (
     "Column {column} of X holds a value that is not one of its declared categories "
     "(encoding='ordinal': an integer code in [0, n_categories); encoding='onehot': a "
-    "block of 0/1 values with at most one 1). The value is not shown. Nothing was spent."
+    "block of 0/1 values with at most one 1). Negative values in data, fractions and "
+    "codes beyond the declared ones are outside the domain. The value is not shown. "
+    "Nothing was spent."
 )
 
 
@@ -166,6 +168,10 @@ class DPCategoricalNB(BaseDPNaiveBayes):
             raise ValueError(_CATEGORIES_REQUIRED)
         _declared_counts(self.n_categories)
 
+    def _check_params_with_classes(self, n_classes):
+        if self.class_prior is not None:
+            check_priors(self.class_prior, n_classes)
+
     def _declared(self, n_input_columns):
         """Declared categories per attribute, and the number of attributes, from X's width."""
         declared = _declared_counts(self.n_categories)
@@ -241,6 +247,12 @@ class DPCategoricalNB(BaseDPNaiveBayes):
         check_is_fitted(self)
         X = finite_rows_advised(validate_data, self, X, dtype=np.float64, reset=False)
         return _codes(X, self._declared(X.shape[1]), self.encoding)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.positive_only = True
+        return tags
 
     def _joint_log_likelihood(self, codes):
         jll = np.tile(self.class_log_prior_, (codes.shape[0], 1))

@@ -178,6 +178,10 @@ class DPGaussianNB(BaseDPNaiveBayes):
         _bound_pair(self.bounds)
         _split_shares(self.budget_split)
 
+    def _check_params_with_classes(self, n_classes):
+        if self.priors is not None:
+            check_priors(self.priors, n_classes)
+
     def _resolved_bounds(self, n_features):
         lower, upper = _bound_pair(self.bounds)
         try:
