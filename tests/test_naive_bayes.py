@@ -25,7 +25,7 @@ from dpsk import (
     check_pipeline,
 )
 from dpsk.mechanisms._random import NoiseSource
-from dpsk.naive_bayes._estimates import pooled_variance, random_effects_means
+from dpsk.naive_bayes._estimates import pooled_variance, shrunk_class_means
 from dpsk.pipeline import make_private_pipeline
 from dpsk.preprocessing import PrivateBoundsScaler, make_table_encoder
 
@@ -338,15 +338,15 @@ def test_noise_swamping_the_means_gives_the_majority_class():
         assert np.all(model.predict(X) == 0)
 
 
-def test_random_effects_means_shrink_by_noise():
+def test_shrunk_class_means_shrink_by_noise():
     means = np.array([[0.1, 0.5, -0.2], [0.3, 0.2, 0.4]])
     # No noise: unchanged. Huge noise: all equal to the grand mean.
-    np.testing.assert_allclose(random_effects_means(means, np.array([1e-12, 1e-12])), means,
+    np.testing.assert_allclose(shrunk_class_means(means, np.array([1e-12, 1e-12])), means,
                                atol=1e-9)
-    flat = random_effects_means(means, np.array([1e3, 1e3]))
-    np.testing.assert_allclose(flat[0], flat[1])
+    flat = shrunk_class_means(means, np.array([1e3, 1e3]))
+    np.testing.assert_allclose(flat[0], flat[1], atol=1e-3)
     # The noisier class is pulled harder toward the common mean.
-    shrunk = random_effects_means(means, np.array([0.001, 0.02]))
+    shrunk = shrunk_class_means(means, np.array([0.001, 0.02]))
     moved = np.abs(shrunk - means).sum(axis=1)
     assert moved[1] > moved[0]
 

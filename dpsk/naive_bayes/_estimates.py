@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-__all__ = ["class_counts", "random_effects_means", "pooled_variance", "check_priors"]
+__all__ = ["class_counts", "shrunk_class_means", "pooled_variance", "check_priors"]
 
 #: Smallest count a class is given (in rows) before priors and means are formed:
 #: a noisy count can be 0 or negative, and a class is never ruled out entirely.
@@ -45,25 +45,39 @@ def class_counts(noisy_counts, total=None):
     return counts
 
 
-def random_effects_means(means, noise_variances):
-    """Shrink noisy class means toward their precision-weighted grand mean, feature by feature.
+#: The prior of the spread ``tau`` of the class means around their common mean (in
+#: units of the half-width): exponential with this scale, on ``[0, 2]``. Spreads of
+#: more than a third of the half-width are a priori rare; the data overrule it.
+SPREAD_PRIOR_SCALE = 0.3
 
-    The model (one-way random effects, as in empirical Bayes meta-analysis):
-    feature ``j``'s class means are ``m_j + delta_kj`` with ``delta_kj``
-    independent, mean 0, variance ``tau^2`` shared by every feature and
-    class, and the release adds independent noise of variance ``v_k`` to
-    class ``k``'s mean. ``tau^2`` is estimated by moments over all features,
-    ``max(0, (mean_j sum_k (mu_kj - mean_k mu_kj)^2 - (1 - 1/K) sum_k v_k) /
-    (K - 1))``; the posterior mean of class ``k``'s mean is then ``m_j + w_k
-    (mu_kj - m_j)`` with ``w_k = tau^2 / (tau^2 + v_k)`` and ``m_j`` the
-    average of the ``mu_kj`` weighted by ``1 / (tau^2 + v_k)``. A class with
-    few rows (large ``v_k``) is pulled hardest; when the noise swamps every
-    difference (``tau^2 = 0``) all classes share one mean and the model
-    predicts from the priors alone: the majority class.
+# The grid over tau on which the posterior is computed (public, fixed).
+_TAU_GRID = np.linspace(0.0, 2.0, 401)
+
+
+def shrunk_class_means(means, noise_variances):
+    """Posterior means of noisy class means, shrunk toward their common mean by their noise.
+
+    The model (random effects, as in empirical Bayes meta-analysis): feature
+    ``j``'s class means are ``m_j + delta_kj``, the ``delta_kj`` independent
+    ``N(0, tau^2)``, ``tau`` shared by every feature and class; the release
+    adds independent noise of variance ``v_k`` to class ``k``'s means. Given
+    ``tau``, the posterior mean of class ``k``'s mean is ``m_j + w_k (mu_kj -
+    m_j)`` with ``w_k = tau^2 / (tau^2 + v_k)`` and ``m_j`` the average of the
+    ``mu_kj`` weighted by ``1 / (tau^2 + v_k)``: a class with few rows (large
+    ``v_k``) is pulled hardest. ``tau`` itself is integrated out: its
+    posterior on a fixed grid over ``[0, 2]`` is the restricted likelihood of
+    the observed means (the common means ``m_j`` integrated under a flat
+    prior) times an exponential prior of scale :data:`SPREAD_PRIOR_SCALE`.
+    When the noise swamps every difference the posterior sits at ``tau``
+    near 0, all classes share one mean and the model predicts from its priors
+    alone: the majority class. Unlike a point estimate of ``tau`` (which is
+    often exactly 0 with two classes), the integral keeps the direction that
+    many weakly informative features share.
 
     Parameters
     ----------
     means : ndarray of shape (K, d)
+        In ``[-1, 1]``.
     noise_variances : ndarray of shape (K,)
         ``v_k > 0``.
 
@@ -73,13 +87,18 @@ def random_effects_means(means, noise_variances):
     """
     means = np.asarray(means, dtype=np.float64)
     v = np.asarray(noise_variances, dtype=np.float64)
-    K = means.shape[0]
-    spread = ((means - means.mean(axis=0)) ** 2).sum(axis=0).mean()
-    tau2 = max(0.0, (spread - (1.0 - 1.0 / K) * v.sum()) / (K - 1))
-    precision = 1.0 / (tau2 + v)
-    grand = (precision[:, None] * means).sum(axis=0) / precision.sum()
-    weight = tau2 / (tau2 + v)
-    return grand + weight[:, None] * (means - grand)
+    d = means.shape[1]
+    variance = _TAU_GRID[:, None] ** 2 + v[None, :]  # (T, K)
+    precision = 1.0 / variance
+    common = precision @ means / precision.sum(axis=1, keepdims=True)  # (T, d)
+    resid = (precision[:, :, None] * (means[None] - common[:, None, :]) ** 2).sum(axis=(1, 2))
+    log_post = (-0.5 * d * (np.log(variance).sum(axis=1) + np.log(precision.sum(axis=1)))
+                - 0.5 * resid - _TAU_GRID / SPREAD_PRIOR_SCALE)
+    post = np.exp(log_post - log_post.max())
+    post /= post.sum()
+    weight = _TAU_GRID[:, None] ** 2 * precision  # (T, K)
+    given_tau = common[:, None, :] + weight[:, :, None] * (means[None] - common[:, None, :])
+    return np.tensordot(post, given_tau, axes=1)
 
 
 def pooled_variance(square_sums, total, priors, means, noise_variance):

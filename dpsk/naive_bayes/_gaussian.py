@@ -11,7 +11,7 @@ from ..accounting._ledger import BudgetAccountant
 from ..mechanisms._moments import class_moments, moments_split
 from ..mechanisms._random import noise_source
 from ._base import BaseDPNaiveBayes
-from ._estimates import check_priors, class_counts, pooled_variance, random_effects_means
+from ._estimates import check_priors, class_counts, pooled_variance, shrunk_class_means
 
 __all__ = ["DPGaussianNB"]
 
@@ -215,7 +215,7 @@ class DPGaussianNB(BaseDPNaiveBayes):
         counts = class_counts(moments.counts, n if weights is None else None)
         total = counts.sum()
         raw = np.clip(moments.sums / counts[:, None], -1.0, 1.0)
-        means = random_effects_means(raw, moments.sum_variance / counts**2)
+        means = shrunk_class_means(raw, moments.sum_variance / counts**2)
         estimated = counts / total
         variance = pooled_variance(moments.squares, total, estimated, means,
                                    moments.square_variance)
