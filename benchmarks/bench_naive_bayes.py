@@ -5,7 +5,7 @@ Three parts, each on the same splits for every method:
 * ``tables``: Adult (through the schema encoder) and the 13 real tables of
   :mod:`benchmarks._tables` (scikit-learn's breast cancer, digits and wine,
   ten R tables), every feature in declared, loose ``[0, 1]`` bounds;
-  stratified 10-fold CV x 3 runs, epsilon 0.1 / 0.5 / 1 / 2. Methods: the
+  stratified 5-fold CV x 2 runs, epsilon 0.1 / 0.5 / 1 / 2. Methods: the
   majority class of the training part (the constant every private model must
   not fall behind), scikit-learn's ``GaussianNB`` (non-private),
   ``DPGaussianNB(bounds=(0, 1))`` at its defaults (pure), the same with
@@ -15,14 +15,18 @@ Three parts, each on the same splits for every method:
   ``DPLogisticRegression`` at its defaults (``data_norm = sqrt(d)``, the bound
   of a row in ``[0, 1]^d``).
 * ``families``: generated tables in ``[0, 1]`` (:func:`benchmarks._tables.unit_family`:
-  n 500 / 5,000 / 50,000, d 4 / 32, 2 or 4 classes, weak or strong
-  separation, balanced or not; the values fill 30% of the range), 5-fold CV x
-  2 runs, the same Gaussian naive Bayes methods.
+  n 500 / 5,000 / 20,000, d 4 / 32, 2 or 4 classes, weak or strong
+  separation, balanced or not; the values fill 30% of the range), 3-fold CV x
+  1 run, the same Gaussian naive Bayes methods.
 * ``categorical``: ``DPCategoricalNB`` (ordinal codes, and one-hot blocks from
   the schema encoder) against scikit-learn's ``CategoricalNB`` and the majority
   class, on Adult's categorical columns and on generated categorical tables
-  (n 1,000 / 10,000 / 100,000, 4 or 16 columns of 2 to 7 categories, weak or
-  strong dependence on the class, 50% or 20% positives), 5-fold CV x 2 runs.
+  (n 1,000 / 10,000 / 50,000, 4 or 16 columns of 2 to 7 categories, weak or
+  strong dependence on the class, 50% or 20% positives), 3-fold CV x 1 run.
+
+The fold and run counts are ``--folds`` and ``--runs`` (for the real tables;
+the other parts use fewer); the defaults keep a full run near an hour of one
+core.
 
 For every cell the paired differences over the same folds and runs give the
 standard errors behind the two targets: dpsk's default at most
@@ -51,7 +55,7 @@ MAJORITY, NONPRIVATE, DPSK, EVEN, GAUSS, DPL_GNB, LOGREG = (
     "diffprivlib", "DPLogisticRegression")
 GNB_METHODS = (MAJORITY, NONPRIVATE, DPSK, EVEN, GAUSS, DPL_GNB, LOGREG)
 CAT_DPSK, CAT_ONEHOT, CAT_NONPRIVATE = ("dpsk", "dpsk one-hot", "CategoricalNB")
-FAMILY_GRID = dict(n=(500, 5000, 50000), d=(4, 32), n_classes=(2, 4), separation=(0.3, 1.0),
+FAMILY_GRID = dict(n=(500, 5000, 20000), d=(4, 32), n_classes=(2, 4), separation=(0.3, 1.0),
                    balance=(1.0, 0.3))
 FAMILY_FILL = 0.3
 FLOOR = 0.005
@@ -122,7 +126,7 @@ def _categorical_tables(seed, quick):
     """(name, codes, n_categories, y, onehot-or-None) for the categorical part."""
     tables = []
     for n, d, sep, positives in itertools.product(
-            (1000, 10000) if quick else (1000, 10000, 100000), (4, 16), (0.5, 1.5), (0.5, 0.2)):
+            (1000, 10000) if quick else (1000, 10000, 50000), (4, 16), (0.5, 1.5), (0.5, 0.2)):
         rng = np.random.default_rng([seed, n, d, int(sep * 10), int(positives * 10)])
         levels = rng.integers(2, 8, size=d)
         y = (rng.random(n) < positives).astype(np.int64)
@@ -264,6 +268,8 @@ def main(argv=None):
     parser.add_argument("--parts", nargs="+", default=["tables", "families", "categorical"],
                         choices=["tables", "families", "categorical"])
     parser.add_argument("--tables", nargs="+", default=None, choices=list(UNIT_TABLES))
+    parser.add_argument("--folds", type=int, default=5, help="folds of the real tables")
+    parser.add_argument("--runs", type=int, default=2, help="runs per fold, real tables")
     parser.add_argument("--no-logreg", action="store_true",
                         help="leave out DPLogisticRegression (the slowest method on Adult)")
     parser.add_argument("--from-csv", action="store_true",
@@ -294,7 +300,7 @@ def main(argv=None):
 
 
 def _tables_part(args, comments):
-    n_folds, runs = (2, 1) if args.quick else (10, 3)
+    n_folds, runs = (2, 1) if args.quick else (args.folds, args.runs)
     names = args.tables or (("adult", "breast_cancer", "biopsy") if args.quick else UNIT_TABLES)
     records = []
     for name in names:
@@ -320,7 +326,7 @@ def _protocol(n_folds, runs):
 
 
 def _families_part(args, comments):
-    n_folds, runs = (2, 1) if args.quick else (5, 2)
+    n_folds, runs = (2, 1) if args.quick else (3, 1)
     grid = dict(FAMILY_GRID, n=(500, 5000)) if args.quick else FAMILY_GRID
     records = []
     keys = list(grid)
@@ -343,7 +349,7 @@ def _families_part(args, comments):
 
 
 def _categorical_part(args, comments):
-    n_folds, runs = (2, 1) if args.quick else (5, 2)
+    n_folds, runs = (2, 1) if args.quick else (3, 1)
     records = []
     for name, codes, levels, y, onehot in _categorical_tables(args.seed, args.quick):
         folds = C.cv_folds(y, n_folds, args.seed)
