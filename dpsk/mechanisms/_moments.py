@@ -229,12 +229,14 @@ def class_moments(X, class_index, n_classes, lower, upper, epsilon, rng, *, delt
 def _integer_moments(m, class_index, n_classes, omega):
     """The exact integer statistics: counts (K,), class sums (K, d), square sums (d,)."""
     d = m.shape[1]
-    weights = np.ones(m.shape[0], dtype=np.int64) if omega is None else omega
+    weighted = m if omega is None else omega[:, None] * m
     counts = np.zeros(n_classes, dtype=np.int64)
-    np.add.at(counts, class_index, weights)
     sums = np.zeros((n_classes, d), dtype=np.int64)
-    np.add.at(sums, class_index, weights[:, None] * m)
-    squares = (weights[:, None] * (m * m)).sum(axis=0, dtype=np.int64)
+    for k in range(n_classes):  # one pass per class: exact int64 sums, no float rounding
+        rows = class_index == k
+        counts[k] = rows.sum() if omega is None else omega[rows].sum()
+        sums[k] = weighted[rows].sum(axis=0, dtype=np.int64)
+    squares = (weighted * m).sum(axis=0, dtype=np.int64)
     return counts, sums, squares
 
 
