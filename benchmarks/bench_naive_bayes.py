@@ -241,6 +241,22 @@ def markdown(rows, group_key, methods):
     return "\n".join(lines)
 
 
+def rst_table(rows, group_key, methods, labels=None):
+    """The same table as :func:`markdown`, as a reStructuredText simple table (for the docs)."""
+    labels = labels or {}
+    head = [group_key, "epsilon", *[labels.get(m, m) for m in methods], "dpsk - majority (SE)"]
+    body = []
+    for r in rows:
+        excess = f"{r['excess']:+.3f} ({r['excess_se']:.3f})" if "excess" in r else ""
+        body.append([str(r[group_key]), f"{r['epsilon']:g}",
+                     *[f"{r[m]:.3f}" if m in r else "" for m in methods], excess])
+    widths = [max(len(line[i]) for line in [head] + body) for i in range(len(head))]
+    rule = "  ".join("=" * w for w in widths)
+    lines = [rule, "  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(), rule]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in body]
+    return "\n".join(lines + [rule])
+
+
 def _print_part(title, rows, group_key, methods):
     print(f"\n{title}")
     columns = [group_key, "epsilon", *methods, "excess", "excess_se", "vs_dpl", "vs_dpl_se"]
@@ -256,6 +272,7 @@ def _print_part(title, rows, group_key, methods):
               + "".join(f"\n    {r[group_key]} eps={r['epsilon']:g}: {r['vs_dpl']:+.4f}"
                         for r in dpl))
     print("\n" + markdown(rows, group_key, methods))
+    print("\n" + rst_table(rows, group_key, methods))
 
 
 # ---------------------------------------------------------------- main
