@@ -38,6 +38,7 @@ from .linear_model import (
     robust_accuracy,
 )
 from .model_selection import DPGridSearch
+from .naive_bayes import DPCategoricalNB, DPGaussianNB
 from .pipeline import (
     DataNormWarning,
     LeakyPipelineWarning,
@@ -85,4 +86,6 @@ __all__ = [
     "DPPredictionEnsemble",
     "DPStabilityPredictor",
     "DataNormWarning",
+    "DPGaussianNB",
+    "DPCategoricalNB",
 ]
