@@ -283,17 +283,22 @@ class _Journal:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def _entries(self, handle):
-        """Every recorded entry, parsing only what was appended since the last read."""
+        """Every recorded entry, parsing only what was appended since the last read.
+
+        The list is this object's own, extended in place (copying it on every
+        lock would keep the session quadratic); the ledger only reads it, and
+        ``append`` extends it.
+        """
         end = handle.seek(0, os.SEEK_END)
         if self._read is not None and self._read[0] <= end:
-            position, known = self._read
+            position, entries = self._read
             handle.seek(position)
-            entries = known + self._parse(handle.read().splitlines())
+            entries.extend(self._parse(handle.read().splitlines()))
         else:
             handle.seek(0)
             entries = self._parse(handle.read().splitlines()[1:])
         self._read = (handle.tell(), entries)
-        return list(entries)
+        return entries
 
     def _parse(self, lines):
         try:
