@@ -518,7 +518,7 @@ def bounds():
         X = np.array(columns[which])[:, None]
         out = np.empty(n_runs)
         for k in range(n_runs):
-            scaler = PrivateBoundsScaler(epsilon, quantiles=quantiles,
+            scaler = PrivateBoundsScaler(epsilon, quantiles=quantiles, method="quantiles",
                                          random_state=seed * 10**6 + k,
                                          accountant=BudgetAccountant(), **BOUNDS_GRID_ARGS)
             scaler.fit(X)
