@@ -27,7 +27,7 @@ from .._data._validation import (
 from .._mixin import PrivacyAccountingMixin
 from ..accounting._events import ApproxDPEvent, GaussianEvent, PureDPEvent
 from ..accounting._ledger import BudgetAccountant
-from ..mechanisms._alpha import excess_risk_bound, resolve_alpha
+from ..mechanisms._alpha import auto_alpha, excess_risk_bound, resolve_alpha
 from ..mechanisms._erm import private_erm
 from ..mechanisms._noise import analytic_gaussian_sigma
 from ..mechanisms._prior import (
@@ -298,7 +298,9 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
 
         A function of public quantities only (``dpsk.mechanisms._prior``): the
         share balances the model's excess-risk bound at the whole budget (at
-        the alpha it would use there) against the noisy prior's. Gaussian
+        the rule's alpha there, whatever ``alpha`` is, so that a search's
+        candidates at multiples of the rule share their budget alike) against
+        the noisy prior's. Gaussian
         output perturbation and noisy gradient descent, recorded as one
         Gaussian mechanism, give the counts Gaussian noise; every other fit
         gives them discrete Laplace noise.
@@ -306,11 +308,12 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         if not self._spends_on_prior():
             return None
         gaussian = delta > 0 and self.perturbation in ("output", "gradient")
-        alpha = self._rule_alpha(n, d, loss, n_classes, epsilon, delta, loss_at)
+        problems = problem_count(loss, n_classes)
+        alpha = auto_alpha(n, d, epsilon, delta, loss=loss, perturbation=self.perturbation,
+                           n_problems=problems, tol=self.tol, loss_at=loss_at)
         bound = excess_risk_bound(alpha, n, d, epsilon, delta, loss=loss,
                                   perturbation=self.perturbation,
-                                  n_problems=problem_count(loss, n_classes), tol=self.tol,
-                                  loss_at=loss_at)
+                                  n_problems=problems, tol=self.tol, loss_at=loss_at)
         share = prior_share(bound, n, n_classes, epsilon, delta, gaussian)
         return prior_budget(share, epsilon, delta, gaussian)
 
