@@ -31,7 +31,7 @@ from ._erm import _noise_plan
 from ._gradient import noisy_gd_schedule
 
 __all__ = ["auto_alpha", "excess_risk_bound", "prior_size", "resolve_alpha", "PRIOR_NORM",
-           "PRIOR_EXPONENT", "ALPHA_RANGE"]
+           "PRIOR_EXPONENT", "ALPHA_RANGE", "minimise_over_alpha"]
 
 #: The prior guess of the comparator's size, per mechanism: ``||w0||^2 =
 #: PRIOR_NORM[perturbation]^2 * size^PRIOR_EXPONENT[perturbation]`` on rows of
@@ -130,6 +130,16 @@ def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, to
             n_problems=n_problems, tol=tol, loss_at=loss_at, prior_norm=prior_norm,
             prior_exponent=prior_exponent)
 
+    return minimise_over_alpha(bound)
+
+
+def minimise_over_alpha(bound):
+    """The ``alpha`` in :data:`ALPHA_RANGE` that minimises ``bound(log alpha)``.
+
+    A logarithmic grid, then a bounded scalar search around the best grid
+    point; among (near-)ties the largest ``alpha`` (a bound flat below some
+    ``alpha`` gains nothing there). Shared by every rule of this kind.
+    """
     lo, hi = (math.log(a) for a in ALPHA_RANGE)
     grid = np.linspace(lo, hi, _GRID_POINTS)
     values = np.array([bound(g) for g in grid])
