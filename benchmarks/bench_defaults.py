@@ -769,6 +769,7 @@ def targets(records):
 
 
 def main(argv=None):
+    global MAX_RUNS
     parser = argparse.ArgumentParser(prog="python -m benchmarks defaults", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
@@ -846,7 +847,6 @@ def main(argv=None):
         return 0
     C.limit_blas_threads()
     C.header("Defaults: what a user gets without an oracle")
-    global MAX_RUNS
     MAX_RUNS = args.max_runs
     records = []
     for name in args.datasets:  # stored after each data set, so a long run keeps its part
