@@ -62,6 +62,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -237,11 +238,19 @@ def search_rows(cell):
     return out
 
 
+class Score(NamedTuple):
+    """One row's result on one cell."""
+
+    error: float
+    fit_time: float
+    status: str
+
+
 def majority_rows(cell):
     """``majority class``: always predict the training rows' most frequent class."""
     values, counts = np.unique(cell.y_train, return_counts=True)
     majority = values[int(np.argmax(counts))]
-    return {"majority class": (float(np.mean(cell.y_test != majority)), 0.0, "ok")}
+    return {"majority class": Score(float(np.mean(cell.y_test != majority)), 0.0, "ok")}
 
 
 def nonprivate_rows(cell):
@@ -559,6 +568,26 @@ def read_records(name):
     return _typed(C.read_csv(name))
 
 
+def with_majority_rows(records, seed=0, n_folds=5):
+    """``records`` with the ``majority class`` rows added where a stored run predates them.
+
+    The majority row needs no fit: the training fold's most frequent class, scored
+    on the test fold, for every (data set, epsilon, fold, draw) of the records.
+    """
+    if any(r["row"] == "majority class" for r in records):
+        return records
+    out = list(records)
+    for name in dict.fromkeys(r["dataset"] for r in records):
+        _, y = load(name, seed)
+        folds = C.cv_folds(y, n_splits=n_folds, seed=seed)
+        for eps, k, draw in sorted({(r["epsilon"], r["fold"], r["run"]) for r in records
+                                    if r["dataset"] == name}):
+            out.append(dict(dataset=name, epsilon=eps, fold=k, run=draw, row="majority class",
+                            **majority_rows(Cell(None, y[folds[k][0]], None, y[folds[k][1]],
+                                                 eps, (), 0))["majority class"]._asdict()))
+    return out
+
+
 def _typed(rows):
     """Stored rows with their numbers parsed."""
     for r in rows:
@@ -809,6 +838,10 @@ def main(argv=None):
                         help="the row groups to run (default: all but ovr-oracle)")
     parser.add_argument("--no-search", action="store_true",
                         help="leave out the search rows (the group 'search')")
+    parser.add_argument("--merge", action="store_true",
+                        help="replace, in the stored CSV, the rows the asked groups make "
+                             "(e.g. --groups default after a change of the rule) and keep "
+                             "the others")
     parser.add_argument("--max-runs", type=int, default=MAX_RUNS,
                         help="most noise draws per fold of a small table (runs_for)")
     parser.add_argument("--output", default=None,
@@ -827,7 +860,7 @@ def main(argv=None):
     output = args.output or ("defaults_r_tables" if args.r_tables else
                              "defaults_multiclass" if args.multiclass else "defaults")
     if args.from_csv:
-        records = read_records(output)
+        records = with_majority_rows(read_records(output), args.seed)
         epsilons = sorted({r["epsilon"] for r in records})
         print(summarize(records, epsilons))
         print(targets(records))
@@ -848,10 +881,19 @@ def main(argv=None):
     C.limit_blas_threads()
     C.header("Defaults: what a user gets without an oracle")
     MAX_RUNS = args.max_runs
+    kept = []
+    if args.merge:
+        # Refit only the asked groups: the stored rows they produce are replaced, every
+        # other stored row (same splits and seeds) is kept.
+        kept = read_records(output)
     records = []
     for name in args.datasets:  # stored after each data set, so a long run keeps its part
         records += run([name], args.epsilons, args.folds, args.runs, args.seed,
                        with_diffprivlib=not args.no_diffprivlib, groups=groups)
+        if args.merge:
+            fresh = {(r["dataset"], r["row"]) for r in records}
+            records = [r for r in kept if (r["dataset"], r["row"]) not in fresh] + records
+            kept = []
         C.write_csv(output, records,
                     columns=["dataset", "epsilon", "fold", "run", "row", "error", "fit_time",
                              "status", "oracle_of"],
