@@ -495,18 +495,20 @@ def rule_offsets(records, seed=0):
     return summary
 
 
-def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), prior_norm=None):
-    """Re-evaluate the default's alpha on the stored curves: the rule, and the rule with
-    the majority floor (:func:`dpsk.mechanisms._alpha.floor_alpha`) at several
-    ``noise_scale`` (None: no floor).
+def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), multipliers=(1.0,),
+               datasets=None):
+    """Re-evaluate the default's alpha on the stored curves: the rule, times a
+    ``multiplier`` for more than two classes, with or without the majority floor
+    (:func:`dpsk.mechanisms._alpha.floor_alpha`) at each ``noise_scale`` (None: no
+    floor).
 
     Per (data set, epsilon, mechanism) the fixed-alpha rows give a curve of mean
     errors, interpolated in ``log alpha``; the default's alpha is computed for
     the training folds' sizes and prior (the true prior stands for the noisy
-    one). Counts, per scale and mechanism: cells within ``max(0.005, 2 SE)`` of
-    the oracle, and worse than the majority class by more than ``max(0.005, 2
-    SE)`` (SE of the paired difference at the nearest grid alpha). Returns
-    ``{(scale, tag): (near, worse, cells)}``.
+    one). Counts: cells within ``max(0.005, 2 SE)`` of the oracle, and worse than
+    the majority class by more than ``max(0.005, 2 SE)`` (SE of the paired
+    difference at the nearest grid alpha, shifted to the interpolated mean).
+    Returns ``{(noise_scale, multiplier, tag): (near, worse, cells)}``.
     """
     from dpsk import DPLogisticRegression
     from dpsk.mechanisms._alpha import floor_alpha
@@ -514,7 +516,8 @@ def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), prior_norm=
     paired = paired_by_cell(records)
     logs = np.log(ORACLE_ALPHAS)
     out = {}
-    for name in dict.fromkeys(r["dataset"] for r in records):
+    names = datasets or list(dict.fromkeys(r["dataset"] for r in records))
+    for name in names:
         X, y = load(name, seed)
         n, d = _training_sizes(X, y)
         classes = np.unique(y)
@@ -531,23 +534,20 @@ def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), prior_norm=
                 loss = model._make_loss(len(classes))
                 budget = model._prior_budget(n, d, loss, len(classes), eps, delta)
                 rule = model._rule_alpha(n, d, loss, len(classes), budget.model_epsilon, delta)
-                if prior_norm is not None:
-                    from dpsk.mechanisms._alpha import auto_alpha
-                    rule = auto_alpha(n, d, budget.model_epsilon, delta, loss=loss,
-                                      perturbation="objective", prior_norm=prior_norm)
                 for scale in noise_scales:
-                    alpha = rule if scale is None else max(rule, floor_alpha(
+                    floor = 0.0 if scale is None else floor_alpha(
                         prior, n, d, budget.model_epsilon, delta, loss=loss,
-                        perturbation="objective", noise_scale=scale))
-                    x = np.clip(np.log(alpha), logs[0], logs[-1])
-                    error = float(np.interp(x, logs, means))
-                    nearest = rows[int(np.argmin(np.abs(logs - x)))]
-                    near = _near({k: v - nearest[k] + error for k, v in nearest.items()},
-                                 oracle)
-                    worse = bool(majority) and _worse(
-                        {k: v - nearest[k] + error for k, v in nearest.items()}, majority)
-                    a, b, c = out.get((scale, tag), (0, 0, 0))
-                    out[(scale, tag)] = (a + near, b + worse, c + 1)
+                        perturbation="objective", noise_scale=scale)
+                    for mult in multipliers:
+                        alpha = max(rule * (mult if len(classes) > 2 else 1.0), floor)
+                        x = np.clip(np.log(alpha), logs[0], logs[-1])
+                        error = float(np.interp(x, logs, means))
+                        nearest = rows[int(np.argmin(np.abs(logs - x)))]
+                        shifted = {k: v - nearest[k] + error for k, v in nearest.items()}
+                        near = _near(shifted, oracle)
+                        worse = bool(majority) and _worse(shifted, majority)
+                        a, b, c = out.get((scale, mult, tag), (0, 0, 0))
+                        out[(scale, mult, tag)] = (a + near, b + worse, c + 1)
     return out
 
 
@@ -870,9 +870,11 @@ def main(argv=None):
             for key, value in rule_offsets(records, args.seed).items():
                 print(f"  {key}: {value:.3g}")
         if args.rule_check:
-            for (scale, tag), (near, worse, cells) in rule_check(records, args.seed).items():
-                print(f"  floor noise scale {scale}, {tag}: near the oracle {near}/{cells}, "
-                      f"worse than the majority class {worse}/{cells}")
+            multipliers = (0.25, 0.5, 1.0, 2.0, 4.0) if args.multiclass else (1.0,)
+            for (scale, mult, tag), (near, worse, cells) in rule_check(
+                    records, args.seed, multipliers=multipliers).items():
+                print(f"  floor noise scale {scale}, multiclass x{mult:g}, {tag}: near the "
+                      f"oracle {near}/{cells}, worse than the majority class {worse}/{cells}")
         if args.conflicts:
             other = "defaults" if args.r_tables else "defaults_r_tables"
             _print_conflicts(records + _typed(C.read_csv(other, missing_ok=True)),

@@ -161,6 +161,10 @@ def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=
     if isinstance(alpha, str) and alpha == "auto" and n_features is not None:
         # The alpha the run's fit will use: the rule reads the same public sizes.
         alpha = rule_alpha(final, n_train, n_features, n_classes, epsilon, delta, multiplier)
+    if isinstance(alpha, bool) or not isinstance(alpha, Real):
+        raise UnsupportedCandidateError(
+            "method='repeat' needs a numeric alpha for Gaussian objective perturbation "
+            "when the model's own number of features is unknown (alpha='auto' reads it).")
     counts = []
     if final._spends_on_prior():
         # The fit's noisy class counts: a pure release at the share the fit gives them,
@@ -169,16 +173,12 @@ def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=
             raise UnsupportedCandidateError(
                 "method='repeat' needs the model's number of features to share a Gaussian "
                 "objective fit's budget with its class counts; pass class_prior=None.")
-        budget = final._prior_budget(int(n_train), int(n_features) + 1, loss, n_classes,
-                                     epsilon, delta)
+        width = int(getattr(final, "n_components", n_features)) + 1
+        budget = final._prior_budget(int(n_train), width, loss, n_classes, epsilon, delta)
         counts = [("pure", budget.count_epsilon, 1)]
         epsilon = budget.model_epsilon
     eps_each, delta_each = epsilon / problems, delta / problems
     eps_solver = SOLVER_EPSILON_SHARE * eps_each
-    if isinstance(alpha, bool) or not isinstance(alpha, Real):
-        raise UnsupportedCandidateError(
-            "method='repeat' needs a numeric alpha for Gaussian objective perturbation "
-            "when the model's own number of features is unknown (alpha='auto' reads it).")
     cal = gaussian_objective_calibration(
         eps_each - eps_solver, delta_each, n_train, float(alpha), loss.curvature,
         lipschitz=loss.lipschitz, hessian_rank=loss.hessian_rank)
