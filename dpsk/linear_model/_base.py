@@ -310,7 +310,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         gaussian = delta > 0 and self.perturbation in ("output", "gradient")
         problems = problem_count(loss, n_classes)
         alpha = auto_alpha(n, d, epsilon, delta, loss=loss, perturbation=self.perturbation,
-                           n_problems=problems, tol=self.tol, loss_at=loss_at)
+                           n_problems=problems, tol=self.tol, loss_at=loss_at, corrected=False)
         bound = excess_risk_bound(alpha, n, d, epsilon, delta, loss=loss,
                                   perturbation=self.perturbation,
                                   n_problems=problems, tol=self.tol, loss_at=loss_at)

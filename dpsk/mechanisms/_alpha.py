@@ -60,7 +60,7 @@ PRIOR_NORM = {"objective": 2.0, "output": 0.5, "gradient": 7.5}
 #: multiclass data (generated families and real tables with 3 to 4 classes, with the
 #: class prior; docs/choosing_alpha.rst, "Multiclass, with the class prior"), held
 #: out on others. One-vs-rest and the margin losses keep the bound's minimiser.
-SOFTMAX_ALPHA_FACTOR = 1.0
+SOFTMAX_ALPHA_FACTOR = 2.0
 
 #: The exponent ``p`` of the prior's growth with the width (see :data:`PRIOR_NORM`).
 PRIOR_EXPONENT = {"objective": 1.0, "output": 1.0, "gradient": 1.0}
@@ -81,7 +81,7 @@ def resolve_alpha(alpha, **public):
 
 
 def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, tol=1e-10,
-               loss_at=None, prior_norm=None, prior_exponent=None):
+               loss_at=None, prior_norm=None, prior_exponent=None, corrected=True):
     """The ``alpha`` that minimises :func:`excess_risk_bound` for one release.
 
     A plain function of public quantities: the number of rows ``n``, the
@@ -116,6 +116,9 @@ def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, to
         None: ``PRIOR_NORM[perturbation]``.
     prior_exponent : float or None, default=None
         None: ``PRIOR_EXPONENT[perturbation]``.
+    corrected : bool, default=True
+        Apply :data:`SOFTMAX_ALPHA_FACTOR` to the softmax's minimiser. False
+        gives the bound's own minimiser (what the class prior's share reads).
 
     Returns
     -------
@@ -139,7 +142,7 @@ def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, to
             prior_exponent=prior_exponent)
 
     alpha = minimise_over_alpha(bound)
-    if loss.n_outputs > 1:
+    if corrected and loss.n_outputs > 1:
         alpha = min(alpha * SOFTMAX_ALPHA_FACTOR, ALPHA_RANGE[1])
     return alpha
 
