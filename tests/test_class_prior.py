@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from test_multinomial import check_normal_law
 
 import dpsk.mechanisms._prior as prior_module
 from dpsk import BudgetAccountant, DPHuberSVM, DPKernelClassifier, DPLogisticRegression
@@ -87,16 +88,7 @@ def test_pure_counts_mutation_is_caught(monkeypatch):
 
 def check_gaussian_counts(sample, sigma):
     assert np.all(sample / COUNT_GRID == np.rint(sample / COUNT_GRID)), "on the grid"
-
-    def scale_p(s):
-        t = np.sum(sample**2) / s**2
-        tail = stats.chi2(df=sample.size)
-        return 2 * min(tail.cdf(t), tail.sf(t))
-
-    p_ks = stats.kstest(sample, stats.norm(scale=sigma).cdf).pvalue
-    assert p_ks > P_THRESHOLD, f"calibrated law rejected (KS): p={p_ks:.2e}"
-    assert scale_p(sigma) > P_THRESHOLD, "calibrated law rejected (scale)"
-    assert scale_p(SMALLER * sigma) < 1e-6, "no power against 10% less noise"
+    check_normal_law(sample, sigma)  # KS, the chi-square scale test and its power
 
 
 def test_gaussian_counts_law_and_power():
