@@ -517,8 +517,9 @@ def rule_offsets(records, seed=0):
 def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), multipliers=(1.0,),
                datasets=None):
     """Re-evaluate the default's alpha on the stored curves: the rule, with the softmax's
-    factor replaced by each ``multiplier`` for more than two classes, with or without the majority floor
-    (:func:`dpsk.mechanisms._alpha.floor_alpha`) at each ``noise_scale`` (None: no
+    factor replaced by each ``multiplier`` for more than two classes, with or without
+    the majority floor (:func:`dpsk.mechanisms._alpha.floor_alpha`) at each
+    ``noise_scale`` (None: no
     floor).
 
     Per (data set, epsilon, mechanism) the fixed-alpha rows give a curve of mean
