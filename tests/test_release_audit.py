@@ -930,7 +930,8 @@ def test_attack_kernel_frequencies_independent_of_noise(monkeypatch):
     X, y = _binary()
     releases = []
     for noise_seed in (1, 2):
-        monkeypatch.setattr(kernel_module, "noise_source",
+        # The kernel's noise comes from the shared linear fit (_fit_linear).
+        monkeypatch.setattr(linear_base, "noise_source",
                             lambda random_state, s=noise_seed: NoiseSource.seeded(s))
         model = DPKernelClassifier(n_components=10, classes=[0, 1], random_state=5,
                                    accountant=BudgetAccountant()).fit(X, y)
