@@ -88,12 +88,19 @@ def test_reused_solution_releases_the_same_bits(data):
 
 
 def test_output_perturbation_solves_once(data, monkeypatch):
+    # Without a noisy class prior every draw solves the same problem: one solve. With
+    # it, each draw's regulariser is centred on its own noisy prior: one solve per
+    # distinct centre (draws that share a seed share it).
     X, y = data
     calls = []
     real_minimize = erm._minimize
     monkeypatch.setattr(erm, "_minimize", lambda *a, **k: calls.append(1) or real_minimize(*a, **k))
-    utility_curve(DPLogisticRegression(alpha=1e-2, perturbation="output"), X, y,
-                  epsilons=EPS, n_draws=4, random_state=0)
+    utility_curve(DPLogisticRegression(alpha=1e-2, perturbation="output", class_prior=None),
+                  X, y, epsilons=EPS, n_draws=4, random_state=0)
+    assert len(calls) == 1
+    calls.clear()
+    utility_curve(DPLogisticRegression(alpha=1e-2, perturbation="output", class_prior=[1, 3]),
+                  X, y, epsilons=EPS, n_draws=4, random_state=0)
     assert len(calls) == 1
 
 
@@ -206,12 +213,16 @@ def test_probe_charges_the_probe_and_nothing_else(data):
     assert acc.total() == (0.5, 0.0)
 
 
-def test_probe_inverse_extrapolation_is_exact_for_output_perturbation(data):
+@pytest.mark.parametrize("class_prior", [None, [1, 3]])
+def test_probe_inverse_extrapolation_is_exact_for_output_perturbation(data, class_prior):
     # Output perturbation: w(eps) = w* + s(eps) u. With public = private data the
-    # inverse extrapolation reproduces a fit at another epsilon with the same draw.
+    # inverse extrapolation reproduces a fit at another epsilon with the same draw,
+    # also with the regulariser centred on a fixed (declared) prior. A noisy prior is
+    # redrawn at each epsilon, so exactness cannot hold for class_prior="auto".
     X, y = data
     est = DPLogisticRegression(alpha=1e-2, perturbation="output", epsilon=1.0,
-                               random_state=4, classes=[0, 1], accountant=BudgetAccountant())
+                               random_state=4, classes=[0, 1], accountant=BudgetAccountant(),
+                               class_prior=class_prior)
     curve = probe_curve(est, X, y, X_private=X, y_private=y, epsilons=[0.5, 4.0])
     for e, loss in zip([0.5, 4.0], curve.loss[:, 0]):
         other = DPLogisticRegression(**{**est.get_params(), "epsilon": e}).fit(X, y)

@@ -301,11 +301,9 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
     plan = _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems,
                        center_norm)
     if perturbation == "output":
-        if center is None:
-            w = _output_minimizer(loss, Z, y, alpha, plan.tol, sample_weight)
-        else:  # (alpha/2) ||w - u||^2 is the linear term -alpha u, public
-            w = _minimize(loss, Z, y, alpha, plan.tol, linear=-alpha * center,
-                          sample_weight=sample_weight)
+        # (alpha/2) ||w - u||^2 is the linear term -alpha u, public
+        linear = None if center is None else -alpha * center
+        w = _output_minimizer(loss, Z, y, alpha, plan.tol, sample_weight, linear)
         return add_on_grid(w.ravel(), _draw(plan, size, rng), plan.grid).reshape(shape)
 
     b = _draw(plan, size, rng)
@@ -319,11 +317,12 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
                        plan.grid).reshape(shape)
 
 
-def _output_minimizer(loss, Z, y, alpha, tol, sample_weight=None):
+def _output_minimizer(loss, Z, y, alpha, tol, sample_weight=None, linear=None):
     """Output perturbation's solve, shared with ``dpsk.utility``'s Monte Carlo when active."""
     if sample_weight is not None:  # the shared store is keyed on unweighted problems
-        return _minimize(loss, Z, y, alpha, tol, sample_weight=sample_weight)
-    return shared_solution((loss, Z, y, alpha, tol), lambda: _minimize(loss, Z, y, alpha, tol))
+        return _minimize(loss, Z, y, alpha, tol, linear=linear, sample_weight=sample_weight)
+    return shared_solution((loss, Z, y, alpha, tol, linear),
+                           lambda: _minimize(loss, Z, y, alpha, tol, linear=linear))
 
 
 def _row_weights(sample_weight, n):
