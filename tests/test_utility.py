@@ -30,7 +30,7 @@ from dpsk.utility import (
 )
 from dpsk.utility._common import held_out_metrics
 from dpsk.utility._curve import _crossing
-from dpsk.utility._probe import _design
+from dpsk.utility._probe import _design, _law, _prior_center
 
 
 @pytest.fixture(scope="module")
@@ -229,6 +229,26 @@ def test_probe_inverse_extrapolation_is_exact_for_output_perturbation(data, clas
         Z, w = _design(other, X)
         margins = np.where(y == 1, 1.0, -1.0) * (Z @ w)
         assert loss == pytest.approx(np.mean(np.logaddexp(0, -margins)), rel=1e-4)
+
+
+def test_probe_reads_the_models_share_and_centre(data):
+    # class_prior="auto": a fit at epsilon runs its model at its share of epsilon, and
+    # its regulariser is centred on the noisy prior's model; the probe's law and centre
+    # are those (public), and without a prior the whole epsilon and no centre.
+    X, y = data
+    est = DPLogisticRegression(alpha=1e-2, perturbation="output", epsilon=1.0, random_state=4,
+                               classes=[0, 1], accountant=BudgetAccountant()).fit(X, y)
+    loss, (n, d) = LogisticLoss(), (X.shape[0], X.shape[1] + 1)
+    for e in (0.5, 4.0):
+        share = est._prior_budget(n, d, loss, 2, e, 0.0).model_epsilon
+        assert share < e
+        assert _law(est, loss, n, d, 0.0)(e) == erm._noise_law(loss, n, d, share, 1e-2,
+                                                                "output")
+    center = _prior_center(est, d)
+    assert np.count_nonzero(center) == 1 and center[-1] != 0.0
+    bare = DPLogisticRegression(**{**est.get_params(), "class_prior": None}).fit(X, y)
+    assert _prior_center(bare, d) is None
+    assert _law(bare, loss, n, d, 0.0)(0.5) == erm._noise_law(loss, n, d, 0.5, 1e-2, "output")
 
 
 @pytest.mark.filterwarnings("ignore::dpsk.utility.ProbeRangeWarning")
