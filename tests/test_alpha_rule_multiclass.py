@@ -93,9 +93,11 @@ def test_softmax_rule_regularises_more_than_the_weight_count_prior(n_classes):
     loss = MultinomialLoss(n_classes)
     factor = math.sqrt(2.0 * n_classes / (n_classes - 1))
     for perturbation, delta in MECHANISMS:
-        new = auto_alpha(10**5, 21, 1.0, delta, loss=loss, perturbation=perturbation)
+        # The bound's own minimisers (corrected=False: without SOFTMAX_ALPHA_FACTOR).
+        new = auto_alpha(10**5, 21, 1.0, delta, loss=loss, perturbation=perturbation,
+                         corrected=False)
         old = auto_alpha(10**5, 21, 1.0, delta, loss=loss, perturbation=perturbation,
-                         prior_norm=PRIOR_NORM[perturbation] * factor)
+                         prior_norm=PRIOR_NORM[perturbation] * factor, corrected=False)
         if perturbation == "gradient" and new == old:
             # noisy GD's rule sits at the bottom of ALPHA_RANGE for both priors here
             # (the number of steps regularises): nothing to compare.
@@ -115,12 +117,15 @@ def _data(n=300, n_classes=4, seed=0):
     ("ovr", 4, LogisticLoss()), ("multinomial", 1, MultinomialLoss(4))])
 def test_estimators_pass_the_classes(multi_class, n_problems, loss):
     X, y = _data()
+    # Without the class prior the model's budget is the whole epsilon (the share is
+    # tested in tests/test_class_prior.py).
     model = DPLogisticRegression(classes=[0, 1, 2, 3], multi_class=multi_class, random_state=0,
-                                 accountant=BudgetAccountant()).fit(X, y)
+                                 accountant=BudgetAccountant(), class_prior=None).fit(X, y)
     assert model.alpha_ == auto_alpha(300, 5, 1.0, loss=loss, perturbation="objective",
                                       n_problems=n_problems)
     kernel = DPKernelClassifier(classes=[0, 1, 2, 3], multi_class=multi_class, n_components=20,
-                                random_state=0, accountant=BudgetAccountant()).fit(X, y)
+                                random_state=0, accountant=BudgetAccountant(),
+                                class_prior=None).fit(X, y)
     assert kernel.alpha_ == auto_alpha(300, 21, 1.0, loss=loss, perturbation="objective",
                                        n_problems=n_problems)
 
@@ -136,8 +141,9 @@ def test_huber_and_binary_ignore_the_class_factor():
 
 def test_default_grid_search_runs_around_the_softmax_rule():
     X, y = _data(n=900, n_classes=3)
-    search = DPGridSearch(DPLogisticRegression(classes=[0, 1, 2]), epsilon=1.0, random_state=0,
-                          method="disjoint", accountant=BudgetAccountant()).fit(X, y)
+    search = DPGridSearch(DPLogisticRegression(classes=[0, 1, 2], class_prior=None),
+                          epsilon=1.0, random_state=0, method="disjoint",
+                          accountant=BudgetAccountant()).fit(X, y)
     alphas = [c["alpha"] for c in search.candidate_params_]
     assert search.alpha_multipliers_ == (1 / 3, 1.0, 3.0)
     assert alphas[0] == pytest.approx(alphas[1] / 3) and alphas[2] == pytest.approx(3 * alphas[1])

@@ -228,8 +228,9 @@ def _pinned_estimators():
     )
 
     two, three = [0, 1], [0, 1, 2]
-    # The pinned bits were made at the former default alphas (1e-3; kernel 1e-2).
-    fixed = {"alpha": 1e-3, "epsilon": 1.0}
+    # The pinned bits were made at the former default alphas (1e-3; kernel 1e-2) and
+    # before the class prior: class_prior=None is that fit, bit for bit.
+    fixed = {"alpha": 1e-3, "epsilon": 1.0, "class_prior": None}
     return {
         "logistic_objective": (DPLogisticRegression(**fixed, random_state=1, classes=two),
                                False),
@@ -243,11 +244,13 @@ def _pinned_estimators():
         "logistic_multinomial": (DPLogisticRegression(**fixed, random_state=5,
                                                       classes=three), True),
         "huber_output": (DPHuberSVM(alpha=1e-3, epsilon=0.5, perturbation="output",
-                                    random_state=6, classes=two), False),
-        "kernel": (DPKernelClassifier(alpha=1e-2, epsilon=1.0, random_state=7, classes=two),
-                   False),
-        "robust": (DPRobustLogisticRegression(**fixed, random_state=8, classes=two), False),
-        "tilted": (DPTiltedLogisticRegression(**fixed, random_state=9, classes=two), False),
+                                    random_state=6, classes=two, class_prior=None), False),
+        "kernel": (DPKernelClassifier(alpha=1e-2, epsilon=1.0, random_state=7, classes=two,
+                                      class_prior=None), False),
+        "robust": (DPRobustLogisticRegression(alpha=1e-3, epsilon=1.0, random_state=8,
+                                              classes=two), False),
+        "tilted": (DPTiltedLogisticRegression(alpha=1e-3, epsilon=1.0, random_state=9,
+                                              classes=two), False),
     }
 
 

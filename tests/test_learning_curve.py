@@ -18,8 +18,11 @@ def data():
 @pytest.fixture(scope="module")
 def curve(data):
     X, y = data
-    return learning_curve(DPLogisticRegression(alpha=1e-2, classes=[0, 1]), X, y,
-                          train_sizes=[100, 400, 2100], epsilons=[0.1, 1.0], n_draws=4,
+    # class_prior=None: the curve's numbers (which the reach tests read) are those of
+    # the model alone; at 100 rows the noisy prior's share moves them (about 0.63 -> 0.51
+    # at epsilon 1), which is the estimator's business, not the curve's.
+    return learning_curve(DPLogisticRegression(alpha=1e-2, classes=[0, 1], class_prior=None),
+                          X, y, train_sizes=[100, 400, 2100], epsilons=[0.1, 1.0], n_draws=4,
                           random_state=0)
 
 
@@ -38,9 +41,9 @@ def test_shapes_and_growth(curve):
 
 def test_reproducible_with_a_seed(data, curve):
     X, y = data
-    again = learning_curve(DPLogisticRegression(alpha=1e-2, classes=[0, 1]), X, y,
-                           train_sizes=[100, 400, 2100], epsilons=[0.1, 1.0], n_draws=4,
-                           random_state=0)
+    again = learning_curve(DPLogisticRegression(alpha=1e-2, classes=[0, 1], class_prior=None),
+                           X, y, train_sizes=[100, 400, 2100], epsilons=[0.1, 1.0],
+                           n_draws=4, random_state=0)
     for a, b in zip(curve.curves, again.curves):
         np.testing.assert_array_equal(a.accuracy, b.accuracy)
 

@@ -219,8 +219,11 @@ def test_fitted_model_exposes_its_event():
     acc = BudgetAccountant()
     clf = DPLogisticRegression(epsilon=0.3, accountant=acc, random_state=0).fit(X, y)
     assert clf.privacy_spent_ == (0.3, 0.0)
-    assert clf.privacy_event_ == PureDPEvent(0.3, mechanism="gamma-norm")
+    # Two pure releases (the class counts and the model): one epsilon-DP event.
+    assert clf.privacy_event_ == PureDPEvent(0.3, mechanism="generic")
     assert acc.events == [clf.privacy_event_]
+    unprioed = DPLogisticRegression(epsilon=0.3, class_prior=None, random_state=0).fit(X, y)
+    assert unprioed.privacy_event_ == PureDPEvent(0.3, mechanism="gamma-norm")
     assert pickle.loads(pickle.dumps(clf)).privacy_event_ == clf.privacy_event_
 
 

@@ -71,8 +71,12 @@ def test_multiclass_one_vs_rest_splits_epsilon_and_noise(Est, record_erm):
     ovr = {"multi_class": "ovr"} if "multi_class" in Est().get_params() else {}
     clf = Est(epsilon=2.0, accountant=acc, random_state=0, **ovr).fit(X, y)
     assert clf.coef_.shape == (4, X.shape[1]) and clf.intercept_.shape == (4,)
-    # Each call gets the budget of the whole release and its share: epsilon / 4.
-    assert [c["epsilon"] / c["n_problems"] for c in record_erm] == [0.5] * 4
+    # Each call gets the model's budget (what the class counts leave) and its share.
+    budget = clf._prior_budget(X.shape[0], record_erm[0]["w"].shape[-1],
+                               clf._make_loss(4), 4, 2.0, 0.0)
+    assert budget.model_epsilon < 2.0
+    assert [c["epsilon"] / c["n_problems"] for c in record_erm] == \
+        [budget.model_epsilon / 4] * 4
     assert acc.total() == (2.0, 0.0)
     # Each class draws from its own stream: no two share a source or a draw.
     assert len({id(c["rng"]) for c in record_erm}) == 4
@@ -244,10 +248,13 @@ def test_multinomial_is_one_release_at_the_whole_budget(record_erm, perturbation
     clf = DPLogisticRegression(epsilon=2.0, delta=delta, perturbation=perturbation, alpha=0.05,
                                multi_class="multinomial", classes=[0, 1, 2, 3],
                                accountant=acc, random_state=0).fit(X, y)
-    # One call of the private ERM path, with the whole budget and the softmax loss.
+    # One call of the private ERM path, with the model's budget (the whole budget less
+    # the class counts' share) and the softmax loss.
     assert len(record_erm) == 1
     call = record_erm[0]
-    assert (call["epsilon"], call["n_problems"], call["delta"]) == (2.0, 1, delta)
+    budget = clf._prior_budget(X.shape[0], X.shape[1] + 1, clf._make_loss(4), 4, 2.0, delta)
+    assert (call["epsilon"], call["n_problems"], call["delta"]) == \
+        (budget.model_epsilon, 1, delta)
     assert call["w"].shape == (4, X.shape[1] + 1)
     assert acc.total() == (2.0, delta)
     assert clf.privacy_spent_ == (2.0, delta)

@@ -217,11 +217,20 @@ AUDITED = [
            _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, norm="inf", delta=1e-5), 3),
     Config("svc-pure-3class", _simple(DPLinearSVC, alpha=0.1), 3),
     Config("svc-gaussian-binary", _simple(DPLinearSVC, alpha=0.1, delta=1e-5)),
+    # The class prior (docs/privacy.rst, "The class prior"): noisy counts released with
+    # every default fit above; here a declared (public) prior, none, and the noisy
+    # prior with the Gaussian counts of noisy gradient descent (binary) and one-vs-rest.
+    Config("logreg-declared-prior-3class",
+           _simple(DPLogisticRegression, class_prior=[0.5, 0.3, 0.2]), 3),
+    Config("logreg-no-prior-binary", _simple(DPLogisticRegression, class_prior=None)),
+    Config("logreg-prior-gradient-binary",
+           _simple(DPLogisticRegression, perturbation="gradient", delta=1e-5)),
+    Config("huber-prior-ovr-3class", _simple(DPHuberSVM, perturbation="output"), 3),
 ]
 
 #: The noisy release: compared by shape and dtype only (``lower_``/``upper_``:
-#: the bounds PrivateBoundsScaler learns).
-RELEASE = {"coef_", "intercept_", "lower_", "upper_"}
+#: the bounds PrivateBoundsScaler learns; ``class_prior_``: the noisy class prior).
+RELEASE = {"coef_", "intercept_", "lower_", "upper_", "class_prior_"}
 #: Public randomness drawn fresh at every fit (shape and dtype only).
 FRESH_PUBLIC = {"random_weights_"}
 #: Fitted values of parameters (``alpha_`` for ``alpha``, resolved by the alpha rule from
@@ -944,7 +953,8 @@ def test_attack_kernel_frequencies_independent_of_noise(monkeypatch):
     X, y = _binary()
     releases = []
     for noise_seed in (1, 2):
-        monkeypatch.setattr(kernel_module, "noise_source",
+        # The kernel's noise comes from the shared linear fit (_fit_linear).
+        monkeypatch.setattr(linear_base, "noise_source",
                             lambda random_state, s=noise_seed: NoiseSource.seeded(s))
         model = DPKernelClassifier(n_components=10, classes=[0, 1], random_state=5,
                                    accountant=BudgetAccountant()).fit(X, y)

@@ -239,7 +239,7 @@ def test_gaussian_score_noise_law_with_power():
 def test_score_noise_is_free_and_as_small_as_allowed(delta_c):
     finals = [DPLogisticRegression(alpha=a, delta=delta_c) for a in (1e-3, 1e-1)]
     finals.append(DPLogisticRegression(alpha=1e-2, perturbation="output", delta=1e-6))
-    plan = plan_repeat(finals, 5000, 2, 1.0, 1e-6)
+    plan = plan_repeat(finals, 5000, 2, 1.0, 1e-6, n_features=[10] * len(finals))
     for components, (kind, parameter) in zip(plan.event.candidates, plan.score_noises):
         assert (kind, parameter) == score_noise(components)
         if components[0][0] == "pure" and len(components) == 1:
@@ -282,7 +282,8 @@ def test_score_noise_stays_below_the_fit_off_the_grid():
     for n_classes in (2, 3):
         classes = list(range(n_classes))
         finals_k = [f.set_params(classes=classes, multi_class="ovr") for f in finals]
-        plan = plan_repeat(finals_k, 2000, n_classes, 0.3, 1e-6)
+        plan = plan_repeat(finals_k, 2000, n_classes, 0.3, 1e-6,
+                           n_features=[10] * len(finals_k))
         for components, (kind, s2) in zip(plan.event.candidates, plan.score_noises):
             if kind == "gaussian":
                 fit = sum(component_rdp(c, fine) for c in components)
@@ -331,7 +332,7 @@ def test_bernoulli_exp_is_exact_in_law():
 def test_plan_meets_the_budget(perturbation, delta_c, epsilon):
     finals = [DPLogisticRegression(alpha=a, perturbation=perturbation, delta=delta_c)
               for a in (1e-3, 1e-2, 1e-1)]
-    plan = plan_repeat(finals, 5000, 2, epsilon, 1e-6)
+    plan = plan_repeat(finals, 5000, 2, epsilon, 1e-6, n_features=[10] * len(finals))
     assert plan.event.epsilon == epsilon and plan.event.delta == 1e-6
     assert plan.event._exact_epsilon() <= epsilon * (1 + 1e-9)
     assert epsilon / 4 < plan.run_epsilon <= epsilon
@@ -492,7 +493,8 @@ def test_alpha_auto_gaussian_objective_candidates_are_planned_with_their_own_alp
     final = DPLogisticRegression(classes=[0, 1], delta=1e-6)  # alpha="auto"
     planned = run_components(final, 360, 2, 0.5, n_features=X.shape[1])
     numeric = final._resolve_alpha(360, X.shape[1] + 1, final._make_loss(2), 2, 0.5, 1e-6)
-    assert planned == run_components(final.set_params(alpha=numeric), 360, 2, 0.5)
+    assert planned == run_components(final.set_params(alpha=numeric), 360, 2, 0.5,
+                                     n_features=X.shape[1])
     acc = BudgetAccountant()
     search = _search(grid={"fit_intercept": [True, False]}, accountant=acc)
     search.set_params(estimator=DPLogisticRegression(classes=[0, 1], delta=1e-6)).fit(X, y)

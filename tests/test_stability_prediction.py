@@ -211,7 +211,7 @@ def test_no_model_attribute_is_exposed():
     X, y = neighbour_pairs(2)[0][1]
     model = _make(2, BudgetAccountant()).fit(X, y)
     public = {k for k in vars(model) if not k.startswith("_")}
-    assert public == {"classes_", "grid_", "n_features_in_"} | set(model.get_params())
+    assert public == {"classes_", "grid_", "n_features_in_", "alpha_"} | set(model.get_params())
     assert not hasattr(model, "coef_")
 
 

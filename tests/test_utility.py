@@ -30,7 +30,7 @@ from dpsk.utility import (
 )
 from dpsk.utility._common import held_out_metrics
 from dpsk.utility._curve import _crossing
-from dpsk.utility._probe import _design
+from dpsk.utility._probe import _design, _law, _prior_center
 
 
 @pytest.fixture(scope="module")
@@ -88,12 +88,19 @@ def test_reused_solution_releases_the_same_bits(data):
 
 
 def test_output_perturbation_solves_once(data, monkeypatch):
+    # Without a noisy class prior every draw solves the same problem: one solve. With
+    # it, each draw's regulariser is centred on its own noisy prior: one solve per
+    # distinct centre (draws that share a seed share it).
     X, y = data
     calls = []
     real_minimize = erm._minimize
     monkeypatch.setattr(erm, "_minimize", lambda *a, **k: calls.append(1) or real_minimize(*a, **k))
-    utility_curve(DPLogisticRegression(alpha=1e-2, perturbation="output"), X, y,
-                  epsilons=EPS, n_draws=4, random_state=0)
+    utility_curve(DPLogisticRegression(alpha=1e-2, perturbation="output", class_prior=None),
+                  X, y, epsilons=EPS, n_draws=4, random_state=0)
+    assert len(calls) == 1
+    calls.clear()
+    utility_curve(DPLogisticRegression(alpha=1e-2, perturbation="output", class_prior=[1, 3]),
+                  X, y, epsilons=EPS, n_draws=4, random_state=0)
     assert len(calls) == 1
 
 
@@ -206,18 +213,42 @@ def test_probe_charges_the_probe_and_nothing_else(data):
     assert acc.total() == (0.5, 0.0)
 
 
-def test_probe_inverse_extrapolation_is_exact_for_output_perturbation(data):
+@pytest.mark.parametrize("class_prior", [None, [1, 3]])
+def test_probe_inverse_extrapolation_is_exact_for_output_perturbation(data, class_prior):
     # Output perturbation: w(eps) = w* + s(eps) u. With public = private data the
-    # inverse extrapolation reproduces a fit at another epsilon with the same draw.
+    # inverse extrapolation reproduces a fit at another epsilon with the same draw,
+    # also with the regulariser centred on a fixed (declared) prior. A noisy prior is
+    # redrawn at each epsilon, so exactness cannot hold for class_prior="auto".
     X, y = data
     est = DPLogisticRegression(alpha=1e-2, perturbation="output", epsilon=1.0,
-                               random_state=4, classes=[0, 1], accountant=BudgetAccountant())
+                               random_state=4, classes=[0, 1], accountant=BudgetAccountant(),
+                               class_prior=class_prior)
     curve = probe_curve(est, X, y, X_private=X, y_private=y, epsilons=[0.5, 4.0])
     for e, loss in zip([0.5, 4.0], curve.loss[:, 0]):
         other = DPLogisticRegression(**{**est.get_params(), "epsilon": e}).fit(X, y)
         Z, w = _design(other, X)
         margins = np.where(y == 1, 1.0, -1.0) * (Z @ w)
         assert loss == pytest.approx(np.mean(np.logaddexp(0, -margins)), rel=1e-4)
+
+
+def test_probe_reads_the_models_share_and_centre(data):
+    # class_prior="auto": a fit at epsilon runs its model at its share of epsilon, and
+    # its regulariser is centred on the noisy prior's model; the probe's law and centre
+    # are those (public), and without a prior the whole epsilon and no centre.
+    X, y = data
+    est = DPLogisticRegression(alpha=1e-2, perturbation="output", epsilon=1.0, random_state=4,
+                               classes=[0, 1], accountant=BudgetAccountant()).fit(X, y)
+    loss, (n, d) = LogisticLoss(), (X.shape[0], X.shape[1] + 1)
+    for e in (0.5, 4.0):
+        share = est._prior_budget(n, d, loss, 2, e, 0.0).model_epsilon
+        assert share < e
+        assert _law(est, loss, n, d, 0.0)(e) == erm._noise_law(loss, n, d, share, 1e-2,
+                                                                "output")
+    center = _prior_center(est, d)
+    assert np.count_nonzero(center) == 1 and center[-1] != 0.0
+    bare = DPLogisticRegression(**{**est.get_params(), "class_prior": None}).fit(X, y)
+    assert _prior_center(bare, d) is None
+    assert _law(bare, loss, n, d, 0.0)(0.5) == erm._noise_law(loss, n, d, 0.5, 1e-2, "output")
 
 
 @pytest.mark.filterwarnings("ignore::dpsk.utility.ProbeRangeWarning")

@@ -42,8 +42,10 @@ def shared_solution(problem, solve):
     Parameters
     ----------
     problem : tuple
-        ``(loss, Z, y, alpha, tol)``. A chunked design (``dpsk._data._design``) is
-        never hashed, since its rows are not stored: it is always solved.
+        ``(loss, Z, y, alpha, tol)`` or ``(loss, Z, y, alpha, tol, linear)``
+        (a public linear term, e.g. a centred regulariser's; None for none). A
+        chunked design (``dpsk._data._design``) is never hashed, since its rows
+        are not stored: it is always solved.
     solve : callable
         Returns the minimiser of ``problem``.
     """
@@ -57,11 +59,13 @@ def shared_solution(problem, solve):
     return store[key].copy()
 
 
-def _problem_key(loss, Z, y, alpha, tol):
+def _problem_key(loss, Z, y, alpha, tol, linear=None):
     digest = hashlib.blake2b(digest_size=20)
-    digest.update(repr((repr(loss), float(alpha), float(tol), Z.shape)).encode())
+    digest.update(repr((repr(loss), float(alpha), float(tol), Z.shape,
+                        linear is None)).encode())
     parts = (Z.data, Z.indices, Z.indptr) if sp.issparse(Z) else (Z,)
-    for part in (*parts, y):
+    extra = () if linear is None else (linear,)
+    for part in (*parts, y, *extra):
         part = np.ascontiguousarray(part)
         digest.update(str(part.dtype).encode())
         digest.update(part.view(np.uint8).ravel())

@@ -25,9 +25,9 @@ from .._data._validation import (
     values_withheld,
 )
 from .._optimize._losses import MultinomialLoss, make_loss
-from ..linear_model._base import BaseDPLinearClassifier, fit_private_problems
+from ..linear_model._base import BaseDPLinearClassifier
 from ..linear_model._logistic import _CLASS_WEIGHT_DOC, _CLASSES_AND_DELTA_DOC
-from ..mechanisms._random import noise_source, public_rng
+from ..mechanisms._random import public_rng
 
 __all__ = ["DPKernelClassifier", "sample_frequencies", "fourier_features"]
 
@@ -339,7 +339,8 @@ class DPKernelClassifier(BaseDPLinearClassifier):
                  loss="logistic", h=0.5, perturbation="objective", fit_intercept=True,
                  data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
                  random_state=None, classes=None, delta=0.0, multi_class="auto",
-                 class_weight=None):
+                 class_weight=None,
+                 class_prior="auto"):
         self.epsilon = epsilon
         self.kernel = kernel
         self.gamma = gamma
@@ -358,6 +359,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         self.delta = delta
         self.multi_class = multi_class
         self.class_weight = class_weight
+        self.class_prior = class_prior
 
     def _make_loss(self, n_classes=2):
         if self.loss == "logistic" and (
@@ -409,12 +411,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         del X
         loss = self._make_loss(len(classes))
         # d is the number of random features (plus the intercept column).
-        alpha = self._resolve_alpha(*Z.shape, loss, len(classes), epsilon, delta)
-        W = fit_private_problems(
-            Z, y, classes, loss, epsilon, alpha,
-            self.perturbation, noise_source(self.random_state), tol=self.tol,
-            delta=delta, n_jobs=self.n_jobs, sample_weight=weights,
-        )
+        W, alpha, prior = self._fit_linear(Z, y, classes, loss, weights, epsilon, delta)
         # The design rows are [phi, 1]/sqrt(2): map the weights back to phi and 1.
         coef, intercept = unscale_coef(W, 1.0, self.fit_intercept)
         return {
@@ -423,6 +420,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
             "coef_": coef,
             "intercept_": intercept,
             "alpha_": alpha,
+            "class_prior_": prior,
         }
 
     def decision_function(self, X):

@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data._dask import DaskDesignRows, class_indices, is_dask_array, validate_dask_input
-from .._data._design import clip_rows, design_matrix, design_rows, unscale_coef
+from .._data._design import INTERCEPT_SCALE, clip_rows, design_matrix, design_rows, unscale_coef
 from .._data._validation import (
     binary_targets,
     check_class_weight_declared,
@@ -28,14 +28,22 @@ from .._data._validation import (
 from .._mixin import PrivacyAccountingMixin
 from ..accounting._events import ApproxDPEvent, GaussianEvent, PureDPEvent
 from ..accounting._ledger import BudgetAccountant
-from ..mechanisms._alpha import resolve_alpha
+from ..mechanisms._alpha import auto_alpha, excess_risk_bound, resolve_alpha
 from ..mechanisms._erm import private_erm
 from ..mechanisms._noise import analytic_gaussian_sigma
+from ..mechanisms._prior import (
+    prior_budget,
+    prior_logits,
+    prior_share,
+    release_class_counts,
+    smoothed_prior,
+)
 from ..mechanisms._random import noise_source, validate_random_state
 from ..pipeline._norms import resolve_data_norm
 
 __all__ = ["BaseDPLinearClassifier", "fit_private_problems", "problem_count", "AUTO_DATA_NORM",
-           "SKLEARN_ONLY", "as_input_dtype", "refuse_sklearn_only"]
+           "SKLEARN_ONLY", "as_input_dtype", "refuse_sklearn_only", "class_counts",
+           "declared_prior"]
 
 #: The constraint of ``data_norm`` for models whose default reads the pipeline's
 #: bound (``dpsk.pipeline._norms``).
@@ -54,7 +62,7 @@ def problem_count(loss, n_classes):
 
 
 def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng, *, tol,
-                         delta=0.0, n_jobs=None, sample_weight=None):
+                         delta=0.0, n_jobs=None, sample_weight=None, prior=None):
     """Fit the binary, one-vs-rest or multinomial private model for ``classes``; total
     cost ``(epsilon, delta)``.
 
@@ -91,26 +99,36 @@ def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng,
     sample_weight : ndarray of shape (n,) or None
         Row weights in [0, 1] (docs/privacy.rst, "Weights"), the same for every
         one-vs-rest problem; needs a stored ``Z``.
+    prior : ndarray of shape (K,) or None
+        A public class prior (the noisy one, or the user's): every model's
+        regulariser is centred on the prior model, whose only non-zero weight
+        is the intercept column's (the last column of ``Z``, of value
+        ``INTERCEPT_SCALE``), set so that its scores are
+        :func:`dpsk.mechanisms._prior.prior_logits`. None centres on zero.
 
     Returns
     -------
     W : ndarray of shape (1 or K, d)
     """
+    centers = _prior_centers(prior, loss, Z.shape[1], len(classes))
     if loss.n_outputs > 1:
         if loss.n_outputs != len(classes):
             raise ValueError("The multinomial loss must have one output per class.")
         indices = class_indices(classes, y) if is_dask_array(y) else np.searchsorted(classes, y)
         W = private_erm(Z, indices, loss, epsilon, alpha, perturbation,
-                        rng, tol=tol, delta=delta, sample_weight=sample_weight)
+                        rng, tol=tol, delta=delta, sample_weight=sample_weight,
+                        center=centers)
         return W[1:] - W[:1] if len(classes) == 2 else W
     targets = binary_targets(y, classes)
     generators = rng.spawn(len(targets))
+    if centers is None:
+        centers = [None] * len(targets)
     results = Parallel(n_jobs=n_jobs)(
         delayed(private_erm)(
             Z, t, loss, epsilon, alpha, perturbation, child, tol=tol, delta=delta,
-            n_problems=len(targets), sample_weight=sample_weight,
+            n_problems=len(targets), sample_weight=sample_weight, center=center,
         )
-        for t, child in zip(targets, generators)
+        for t, child, center in zip(targets, generators, centers)
     )
     return np.vstack(results)
 
@@ -158,12 +176,50 @@ def refuse_sklearn_only(estimator_name, unsupported):
                     + ".")
 
 
+def _prior_centers(prior, loss, d, n_classes):
+    """The centres of the regulariser for ``prior``: ``(K, d)`` for the softmax, one
+    ``(d,)`` vector per binary problem otherwise; None without a prior."""
+    if prior is None:
+        return None
+    logits = prior_logits(prior, loss.n_outputs)
+    centers = np.zeros((len(logits), d))
+    # The intercept column holds INTERCEPT_SCALE in every row (dpsk._data._design).
+    centers[:, -1] = logits / INTERCEPT_SCALE
+    return centers if loss.n_outputs > 1 else list(centers)
+
+
+def class_counts(y, classes):
+    """How many rows of ``y`` hold each of ``classes`` (a NumPy or Dask ``y``)."""
+    if is_dask_array(y):
+        import dask.array as da
+
+        return np.asarray(da.bincount(class_indices(classes, y),
+                                      minlength=len(classes)).compute())[:len(classes)]
+    return np.bincount(np.searchsorted(classes, y), minlength=len(classes))
+
+
+def declared_prior(prior, n_classes):
+    """A user's ``class_prior`` (public) as probabilities: K finite values > 0, normalised.
+
+    Refused for free when it does not fit the classes: it is a parameter, not data.
+    """
+    values = np.asarray(prior, dtype=float).ravel()
+    if values.shape != (n_classes,) or not np.all(np.isfinite(values) & (values > 0)):
+        raise ValueError(
+            f"class_prior must be 'auto', None or {n_classes} finite numbers > 0, one per "
+            "class in the order of classes_. Nothing was spent.")
+    return values / values.sum()
+
+
 class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
     """Common fit/predict of DP linear classifiers; subclasses choose the loss."""
 
     #: What ``get_params`` reads for a model pickled before ``class_weight``
     #: existed (every ``__init__`` that takes it stores it on the instance).
     class_weight = None
+    #: The same for ``class_prior``: models fitted before it existed had no
+    #: prior, and the output-only models (robust, tilted, hinge) take none.
+    class_prior = None
 
     _parameter_constraints = {
         "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
@@ -180,6 +236,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         # "balanced" is accepted here only to be refused with its reason (it reads
         # the class counts): class_weight_table.
         "class_weight": [dict, StrOptions({"balanced"}), None],
+        "class_prior": [StrOptions({"auto"}), "array-like", None],
     }
 
     def _make_loss(self, n_classes=2):
@@ -214,7 +271,10 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         """
         epsilon, delta = self._privacy_cost()
         if delta == 0:
-            return PureDPEvent(epsilon, mechanism="gamma-norm")
+            # With the noisy class counts the fit is two pure releases: still one
+            # epsilon-DP event (sequential composition), of no single named law.
+            mechanism = "generic" if self._spends_on_prior() else "gamma-norm"
+            return PureDPEvent(epsilon, mechanism=mechanism)
         if self.perturbation in ("output", "gradient"):
             return GaussianEvent(noise_multiplier=analytic_gaussian_sigma(epsilon, delta, 1.0),
                                  delta=delta, claimed_epsilon=epsilon)
@@ -296,13 +356,82 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         Reads public quantities only: ``n`` and ``d`` (the design's shape,
         after the intercept column and any feature map), the declared number
         of classes, the budget, the mechanism and the loss
-        (``dpsk.mechanisms._alpha.auto_alpha``). The result is stored as
+        (``dpsk.mechanisms._alpha.auto_alpha``). ``(epsilon, delta)`` is the
+        whole fit's; when a share goes to the class counts the rule sees the
+        model's own budget (:meth:`_prior_budget`). The result is stored as
         ``alpha_``.
         """
+        budget = self._prior_budget(n, d, loss, n_classes, epsilon, delta, loss_at)
+        if budget is not None:
+            epsilon = budget.model_epsilon
+        return self._rule_alpha(n, d, loss, n_classes, epsilon, delta, loss_at)
+
+    def _rule_alpha(self, n, d, loss, n_classes, epsilon, delta, loss_at=None):
+        """``alpha``, or the rule's alpha for a model released at ``(epsilon, delta)``."""
         return resolve_alpha(self.alpha, n=n, d=d, epsilon=epsilon, delta=delta, loss=loss,
                              perturbation=self.perturbation,
                              n_problems=problem_count(loss, n_classes), tol=self.tol,
                              loss_at=loss_at)
+
+    def _spends_on_prior(self):
+        """Whether a fit releases noisy class counts: an intercept and ``class_prior="auto"``."""
+        prior = getattr(self, "class_prior", None)
+        return bool(self.fit_intercept) and isinstance(prior, str) and prior == "auto"
+
+    def _prior_budget(self, n, d, loss, n_classes, epsilon, delta, loss_at=None):
+        """How the fit's ``(epsilon, delta)`` is shared with the class counts, or None.
+
+        A function of public quantities only (``dpsk.mechanisms._prior``): the
+        share balances the model's excess-risk bound at the whole budget (at
+        the rule's alpha there, whatever ``alpha`` is, so that a search's
+        candidates at multiples of the rule share their budget alike) against
+        the noisy prior's. Gaussian
+        output perturbation and noisy gradient descent, recorded as one
+        Gaussian mechanism, give the counts Gaussian noise; every other fit
+        gives them discrete Laplace noise.
+        """
+        if not self._spends_on_prior():
+            return None
+        gaussian = delta > 0 and self.perturbation in ("output", "gradient")
+        problems = problem_count(loss, n_classes)
+        alpha = auto_alpha(n, d, epsilon, delta, loss=loss, perturbation=self.perturbation,
+                           n_problems=problems, tol=self.tol, loss_at=loss_at, corrected=False)
+        bound = excess_risk_bound(alpha, n, d, epsilon, delta, loss=loss,
+                                  perturbation=self.perturbation,
+                                  n_problems=problems, tol=self.tol, loss_at=loss_at)
+        share = prior_share(bound, n, n_classes, epsilon, delta, gaussian)
+        return prior_budget(share, epsilon, delta, gaussian)
+
+    def _class_prior(self, y, classes, budget, rng):
+        """The prior the models are centred on: noisy (released here), declared, or None."""
+        prior = getattr(self, "class_prior", None)
+        if not self.fit_intercept or prior is None:
+            return None
+        if budget is not None:
+            return smoothed_prior(release_class_counts(class_counts(y, classes), budget, rng))
+        return declared_prior(prior, len(classes))
+
+    def _fit_linear(self, Z, y, classes, loss, weights, epsilon, delta):
+        """The one private fit every linear shell runs on its design ``Z``.
+
+        Returns ``(W, alpha, prior)``: the released weights on ``Z``'s columns,
+        the L2 strength and the prior the models were centred on (None if none).
+        """
+        n, d = Z.shape
+        budget = self._prior_budget(n, d, loss, len(classes), epsilon, delta)
+        alpha = self._resolve_alpha(n, d, loss, len(classes), epsilon, delta)
+        rng = noise_source(self.random_state)
+        if budget is not None:
+            count_rng, rng = rng.spawn(2)
+            prior = self._class_prior(y, classes, budget, count_rng)
+            epsilon = budget.model_epsilon
+        else:
+            prior = self._class_prior(y, classes, None, None)
+        W = fit_private_problems(
+            Z, y, classes, loss, epsilon, alpha, self.perturbation, rng, tol=self.tol,
+            delta=delta, n_jobs=self.n_jobs, sample_weight=weights, prior=prior,
+        )
+        return W, alpha, prior
 
     def _check_params_before_fit(self):
         """Parameter checks beyond the constraints (subclasses add theirs)."""
@@ -338,6 +467,9 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         if (sample_weight is not None or class_weight is not None) and is_dask_array(X):
             raise ValueError(_DASK_WEIGHTS_REFUSED)
         X, y, classes = self._validate_input(X, y)
+        prior = getattr(self, "class_prior", None)
+        if prior is not None and not isinstance(prior, str):
+            declared_prior(prior, len(classes))  # a parameter that does not fit: free
         weights = check_sample_weight(sample_weight, X.shape[0])
         table = class_weight_table(class_weight, classes)
         return X, y, classes, row_weights(weights, table, y, classes)
@@ -353,15 +485,11 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         else:
             Z = design_rows(X, data_norm, self.fit_intercept)
         loss = self._make_loss(len(classes))
-        alpha = self._resolve_alpha(*Z.shape, loss, len(classes), epsilon, delta)
-        W = fit_private_problems(
-            Z, y, classes, loss, epsilon, alpha, self.perturbation,
-            noise_source(self.random_state), tol=self.tol, delta=delta,
-            n_jobs=self.n_jobs, sample_weight=weights,
-        )
+        W, alpha, prior = self._fit_linear(Z, y, classes, loss, weights, epsilon, delta)
         coef, intercept = unscale_coef(W, data_norm, self.fit_intercept)
         coef, intercept = as_input_dtype(X, coef, intercept)
-        return {"classes_": classes, "coef_": coef, "intercept_": intercept, "alpha_": alpha}
+        return {"classes_": classes, "coef_": coef, "intercept_": intercept, "alpha_": alpha,
+                "class_prior_": prior}
 
     def decision_function(self, X):
         """Signed scores ``clip(X) @ coef_.T + intercept_``.

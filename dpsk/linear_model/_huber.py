@@ -68,7 +68,8 @@ class DPHuberSVM(BaseDPLinearClassifier):
 
     def __init__(self, epsilon=1.0, alpha="auto", perturbation="objective", fit_intercept=True,
                  data_norm="auto", tol=1e-10, accountant=None, n_jobs=None,
-                 random_state=None, h=0.5, classes=None, delta=0.0, class_weight=None):
+                 random_state=None, h=0.5, classes=None, delta=0.0, class_weight=None,
+                 class_prior="auto"):
         self.epsilon = epsilon
         self.alpha = alpha
         self.perturbation = perturbation
@@ -82,6 +83,7 @@ class DPHuberSVM(BaseDPLinearClassifier):
         self.delta = delta
         self.h = h
         self.class_weight = class_weight
+        self.class_prior = class_prior
 
     def _make_loss(self, n_classes=2):
         return HuberLoss(self.h)

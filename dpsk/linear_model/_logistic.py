@@ -36,7 +36,23 @@ _CLASS_WEIGHT_DOC = """    class_weight : dict or None, default=None
         "Weights"). For imbalanced data, declare the weights from a known or
         public prevalence ``p`` of the positives, e.g. ``{0: p, 1: 1 - p}``.
         ``"balanced"`` is refused: it reads the class counts of ``y``, which
-        are private."""
+        are private.
+    class_prior : "auto", array-like of shape (n_classes,) or None, default="auto"
+        What the intercepts shrink towards. ``"auto"`` (with
+        ``fit_intercept=True``): a small share of ``epsilon`` (a public
+        function of ``n_samples``, the width, the number of classes and the
+        budget, a few per cent at large ``n_samples * epsilon``) releases the
+        class counts with exact discrete Laplace (or, for Gaussian output
+        perturbation and noisy gradient descent, Gaussian) noise, and every
+        model's regulariser is centred on the model that predicts this noisy
+        prior (log-odds, or log-probabilities for the softmax) instead of on
+        zero: a strongly regularised model predicts the majority class, not
+        its intercept's noise. The total cost is still ``(epsilon, delta)``,
+        one ledger event; the noisy prior is ``class_prior_``. An array: a
+        public prior you know (one value > 0 per class in the order of
+        ``classes_``), which costs nothing. None: centre on zero (the
+        behaviour before this parameter). Ignored with
+        ``fit_intercept=False`` (docs/privacy.rst, "The class prior")."""
 
 _SHARED_PARAMS_DOC = f"""
     epsilon : float, default=1.0
@@ -127,6 +143,10 @@ _SHARED_ATTRS_DOC = """
         Feature names, when X has string column names.
     privacy_spent_ : tuple of (float, float)
         The (epsilon, delta) this fit spent: ``(epsilon, delta)``.
+    class_prior_ : ndarray of shape (n_classes,) or None
+        The prior the intercepts shrink towards: the noisy, smoothed class
+        prior released by the fit (``class_prior="auto"``), the declared one,
+        or None (no intercept or ``class_prior=None``).
     privacy_event_ : dpsk.PrivacyEvent
         The ledger's record of this fit: a ``PureDPEvent`` (``delta = 0``), a
         ``GaussianEvent`` (Gaussian output perturbation) or an
@@ -198,7 +218,8 @@ class DPLogisticRegression(BaseDPLinearClassifier):
     def __init__(self, epsilon=1.0, alpha="auto", perturbation="objective", fit_intercept=True,
                  data_norm="auto", tol=1e-10, accountant=None, n_jobs=None,
                  random_state=None, classes=None, delta=0.0, multi_class="auto",
-                 class_weight=None):
+                 class_weight=None,
+                 class_prior="auto"):
         self.epsilon = epsilon
         self.alpha = alpha
         self.perturbation = perturbation
@@ -212,6 +233,7 @@ class DPLogisticRegression(BaseDPLinearClassifier):
         self.delta = delta
         self.multi_class = multi_class
         self.class_weight = class_weight
+        self.class_prior = class_prior
 
     def _make_loss(self, n_classes=2):
         if self.multi_class == "multinomial" or (self.multi_class == "auto" and n_classes > 2):

@@ -26,12 +26,14 @@ import math
 
 import numpy as np
 from scipy.optimize import minimize_scalar
+from scipy.special import ndtr
 
 from ._erm import _noise_plan
 from ._gradient import noisy_gd_schedule
 
 __all__ = ["auto_alpha", "excess_risk_bound", "prior_size", "resolve_alpha", "PRIOR_NORM",
-           "PRIOR_EXPONENT", "ALPHA_RANGE"]
+           "PRIOR_EXPONENT", "ALPHA_RANGE", "minimise_over_alpha", "floor_alpha", "score_noise_sd",
+           "zero_signal_excess", "FLOOR_EXCESS", "SOFTMAX_ALPHA_FACTOR"]
 
 #: The prior guess of the comparator's size, per mechanism: ``||w0||^2 =
 #: PRIOR_NORM[perturbation]^2 * size^PRIOR_EXPONENT[perturbation]`` on rows of
@@ -54,6 +56,12 @@ __all__ = ["auto_alpha", "excess_risk_bound", "prior_size", "resolve_alpha", "PR
 #: ``||W0||^2 = r^2 d^p (K - 1) / 2`` (see :func:`prior_size`), not ``r^2 (K d)^p``.
 PRIOR_NORM = {"objective": 2.0, "output": 0.5, "gradient": 7.5}
 
+#: The softmax's alpha over the minimiser of its bound: a correction calibrated on
+#: multiclass data (generated families and real tables with 3 to 4 classes, with the
+#: class prior; docs/choosing_alpha.rst, "Multiclass, with the class prior"), held
+#: out on others. One-vs-rest and the margin losses keep the bound's minimiser.
+SOFTMAX_ALPHA_FACTOR = 2.0
+
 #: The exponent ``p`` of the prior's growth with the width (see :data:`PRIOR_NORM`).
 PRIOR_EXPONENT = {"objective": 1.0, "output": 1.0, "gradient": 1.0}
 
@@ -73,7 +81,7 @@ def resolve_alpha(alpha, **public):
 
 
 def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, tol=1e-10,
-               loss_at=None, prior_norm=None, prior_exponent=None):
+               loss_at=None, prior_norm=None, prior_exponent=None, corrected=True):
     """The ``alpha`` that minimises :func:`excess_risk_bound` for one release.
 
     A plain function of public quantities: the number of rows ``n``, the
@@ -108,6 +116,9 @@ def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, to
         None: ``PRIOR_NORM[perturbation]``.
     prior_exponent : float or None, default=None
         None: ``PRIOR_EXPONENT[perturbation]``.
+    corrected : bool, default=True
+        Apply :data:`SOFTMAX_ALPHA_FACTOR` to the softmax's minimiser. False
+        gives the bound's own minimiser (what the class prior's share reads).
 
     Returns
     -------
@@ -130,6 +141,19 @@ def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, to
             n_problems=n_problems, tol=tol, loss_at=loss_at, prior_norm=prior_norm,
             prior_exponent=prior_exponent)
 
+    alpha = minimise_over_alpha(bound)
+    if corrected and loss.n_outputs > 1:
+        alpha = min(alpha * SOFTMAX_ALPHA_FACTOR, ALPHA_RANGE[1])
+    return alpha
+
+
+def minimise_over_alpha(bound):
+    """The ``alpha`` in :data:`ALPHA_RANGE` that minimises ``bound(log alpha)``.
+
+    A logarithmic grid, then a bounded scalar search around the best grid
+    point; among (near-)ties the largest ``alpha`` (a bound flat below some
+    ``alpha`` gains nothing there). Shared by every rule of this kind.
+    """
     lo, hi = (math.log(a) for a in ALPHA_RANGE)
     grid = np.linspace(lo, hi, _GRID_POINTS)
     values = np.array([bound(g) for g in grid])
@@ -287,3 +311,114 @@ def _noisy_gd_excess(loss, n, size, alpha, epsilon, delta, n_problems, curvature
     per_step = 0.5 * eta * schedule.sigma**2 * (size + eta * (curvature_trace + alpha * size))
     harmonic = math.fsum(1.0 / k for k in range(1, steps + 1))
     return prior / (2.0 * eta * steps) + harmonic * per_step
+
+
+#: The excess error over the prior's majority class that the floor allows a model
+#: with no signal at all (see :func:`floor_alpha`): the tolerance of issue 35's target.
+FLOOR_EXCESS = 0.005
+
+
+def score_noise_sd(alpha, n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1,
+                   tol=1e-10):
+    """A bound on the standard deviation of the privacy noise of one score ``w.z``.
+
+    For a row with ``||z|| <= 1`` and noise of isotropic direction (both laws
+    are rotation invariant), ``E (e.z)^2 = ||z||^2 E||e||^2 / size <=
+    E||e||^2 / size``, with ``e`` the release's deviation caused by the noise:
+
+    * output perturbation: ``e`` is the noise itself;
+    * objective perturbation: ``e = -(H + Lambda I)^-1 b / n`` to first order,
+      ``H >= 0`` the data's Hessian, so ``E (e.z)^2 <= E||b||^2 / (n^2
+      Lambda^2 size)`` whatever the data (plus the residual noise's term);
+    * noisy gradient descent: the last iterate's noise is ``eta sum_t (1 -
+      eta A)^(T-1-t) xi_t`` with ``A >= alpha I``, so per coordinate its
+      variance is at most ``eta^2 sigma^2 sum_t (1 - eta alpha)^(2t)``.
+
+    The bound ignores the data's curvature, which damps the noise in the
+    directions the data occupy; it is what a rule that may not read the data
+    can use. Public quantities only (the noise plans of the mechanisms).
+    """
+    size = d * loss.n_outputs
+    if perturbation == "gradient":
+        schedule = noisy_gd_schedule(n, size, alpha, loss, epsilon, delta,
+                                     n_problems=n_problems)
+        q2 = (1.0 - schedule.step_size * alpha) ** 2
+        steps = schedule.n_steps
+        accumulated = steps if q2 >= 1.0 else (1.0 - q2**steps) / (1.0 - q2)
+        return float(schedule.step_size * schedule.sigma * math.sqrt(accumulated))
+    plan = _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems)
+    if plan.beta is not None:
+        moment = size * (size + 1.0) / plan.beta**2
+    else:
+        moment = size * plan.sigma**2
+    if perturbation == "objective":
+        moment /= (n * plan.strong_convexity) ** 2
+        moment += size * (size + 1.0) / plan.residual_beta**2
+    return float(math.sqrt(moment / size))
+
+
+def zero_signal_excess(prior, sd, n_outputs, n_problems):
+    """A bound on how much a model with no signal errs beyond the prior's majority class.
+
+    With no signal the scores are the prior model's plus noise of standard
+    deviation ``sd``: one log-odds ``b`` (binary), ``K`` log-odds ``logit
+    p_k`` (one-vs-rest) or ``K`` log-probabilities (softmax), each score with
+    its own noise, treated as Gaussian. Predicting class ``k`` instead of the
+    majority ``m`` costs ``p_m - p_k`` of expected error, and happens only if
+    score ``k`` beats score ``m``, so the excess is at most ``sum_k (p_m -
+    p_k) Phi(-(b_m - b_k) / (sd sqrt(2)))`` (exact for one binary score
+    without the ``sqrt(2)``, there being one noise).
+    """
+    prior = np.asarray(prior, dtype=float)
+    m = int(np.argmax(prior))
+    if sd <= 0:
+        return 0.0
+    if len(prior) == 2 and n_outputs == 1 and n_problems == 1:
+        gap = abs(math.log(prior[1] / prior[0]))
+        return float(abs(prior[1] - prior[0]) * ndtr(-gap / sd))
+    scores = np.log(prior) if n_outputs > 1 else np.log(prior / (1.0 - prior))
+    gaps = scores[m] - scores
+    return float(np.sum((prior[m] - prior) * ndtr(-gaps / (sd * math.sqrt(2.0)))))
+
+
+def floor_alpha(prior, n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1,
+                tol=1e-10, excess=FLOOR_EXCESS, noise_scale=1.0):
+    """The smallest ``alpha`` at which a model with no signal stays near the prior's majority.
+
+    The alpha rule assumes a signal of a few units of margin; where there is
+    none, the noise of the scores at the rule's alpha (about the rule's margin
+    scale itself) can flip the prior's majority and make the model worse than
+    always predicting it. This floor is the smallest ``alpha`` of a
+    logarithmic grid over :data:`ALPHA_RANGE` at which
+    :func:`zero_signal_excess` of ``noise_scale`` times :func:`score_noise_sd`
+    is at most ``excess``. It reads the prior, a release of the fit (noisy
+    counts), and public quantities; nothing else. Derivation and cost in
+    ``docs/choosing_alpha.rst``, "Never worse than a constant".
+
+    Returns
+    -------
+    alpha : float
+        ``ALPHA_RANGE[0]`` when every alpha passes.
+    """
+    grid = np.exp(np.linspace(*(math.log(a) for a in ALPHA_RANGE), 4 * _GRID_POINTS))
+    n_outputs = loss.n_outputs
+
+    def passes(alpha):
+        sd = noise_scale * score_noise_sd(alpha, n, d, epsilon, delta, loss=loss,
+                                          perturbation=perturbation, n_problems=n_problems,
+                                          tol=tol)
+        return zero_signal_excess(prior, sd, n_outputs, n_problems) <= excess
+
+    # The noise falls as alpha grows: bisect on the grid for the first alpha that passes.
+    lo, hi = 0, len(grid) - 1
+    if passes(grid[lo]):
+        return float(grid[lo])
+    if not passes(grid[hi]):
+        return float(grid[hi])
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if passes(grid[mid]):
+            hi = mid
+        else:
+            lo = mid
+    return float(grid[hi])

@@ -23,6 +23,7 @@ from ._gradient import noisy_gradient_descent
 from ._noise import (
     add_on_grid,
     analytic_gaussian_sigma,
+    center_input_radius,
     float_input_radius,
     gamma_norm_noise,
     gaussian_noise,
@@ -69,7 +70,7 @@ def algorithm2_slack():
 
 
 def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=0.0,
-                n_problems=1, sample_weight=None):
+                n_problems=1, sample_weight=None, center=None):
     """Fit one private L2-regularised linear model on rows of norm <= 1.
 
     ``epsilon`` and ``delta`` are the budget of the whole release of
@@ -133,6 +134,19 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
     (derivation in docs/privacy.rst, "Weights"). The noise plan does not read
     the weights.
 
+    A public centre (``center``, the class prior's model: docs/privacy.rst,
+    "The class prior"). The regulariser becomes ``(Lambda/2) ||w - u||^2``
+    with ``u`` fixed before the data is read (here: a function of an earlier
+    release). Expanded, that is the objective above plus the public linear
+    term ``-Lambda u.w`` (and a constant), so every mechanism keeps its
+    calibration: output perturbation's minimiser still moves by at most its
+    sensitivity (strong convexity against the same gradient difference),
+    objective perturbation's map from the noise ``b`` to the release still has
+    the same Jacobian and the same ``b - b'`` between neighbours (the public
+    term cancels), and noisy gradient descent releases the same data
+    gradients (it starts at ``u`` and steps on ``alpha (w - u)``, public
+    post-processing).
+
     Every release is added on a grid (``add_on_grid``): a plain floating-point
     sum would round to values whose low bits depend on the minimiser (Mironov,
     2012).
@@ -162,6 +176,8 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
     sample_weight : ndarray of shape (n,) or None, default=None
         Row weights in [0, 1] (see above); None is the unweighted fit. Only
         with a stored design (dense or CSR).
+    center : ndarray of shape (d,) or (K, d), or None, default=None
+        The public centre ``u`` of the regulariser (see above); None is zero.
 
     Returns
     -------
@@ -175,7 +191,7 @@ def private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol=1e-10, delta=
     # machine otherwise (dpsk._data._threads).
     with silenced(), single_threaded_blas():
         return _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta,
-                            n_problems, sample_weight)
+                            n_problems, sample_weight, center)
 
 
 @dataclass(frozen=True)
@@ -196,11 +212,14 @@ class _NoisePlan:
     residual_beta: float | None = None
 
 
-def _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems=1):
+def _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems=1,
+                center_norm=0.0):
     """Calibrate one release of :func:`private_erm` (output or objective perturbation).
 
     The only place where the budget becomes noise scales: ``_private_erm``
     draws from it and ``dpsk.utility`` reads it (through :func:`_noise_law`).
+    ``center_norm`` is ``||u||`` of a public centre: its linear term ``Lambda
+    ||u||`` enters the solver's tolerance floor, nothing else.
     """
     n_outputs = loss.n_outputs
     size = d * n_outputs
@@ -209,7 +228,7 @@ def _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems
         # floating-point bits say nothing about the minimiser (add_on_grid).
         grid = release_grid(2.0 * loss.lipschitz / (n * alpha), size)
         rounding = rounding_radius(grid, size)
-        tol = max(tol, _tolerance_floor(loss, d, alpha))
+        tol = max(tol, _tolerance_floor(loss, d, alpha, alpha * center_norm))
         if delta == 0:
             beta = output_perturbation_beta(epsilon / n_problems, n, alpha, loss.lipschitz,
                                             solver_tol=tol, rounding=rounding)
@@ -236,14 +255,17 @@ def _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems
     strong_convexity = alpha + calibration.extra_alpha
     # A data-independent floor: below it float64 cannot deliver tol (the bound on
     # ||b|| is the sampler's, not this draw's, so tol does not depend on b).
-    tol = max(tol, _tolerance_floor(loss, d, strong_convexity, b_bound / n))
+    tol = max(tol, _tolerance_floor(loss, d, strong_convexity,
+                                    b_bound / n + strong_convexity * center_norm))
     grid = release_grid(2.0 * loss.lipschitz / (n * strong_convexity), size)
     # The residual noise also covers handing the exact b to the solver as
     # float64 (float_input_radius), next to the grid margin.
-    residual_beta = solver_residual_beta(
-        epsilon_solver, strong_convexity, tol,
-        rounding=rounding_radius(grid, size)
-        + float_input_radius(b_bound, n, strong_convexity, size))
+    rounding = rounding_radius(grid, size) + float_input_radius(b_bound, n, strong_convexity,
+                                                                size)
+    if center_norm > 0:
+        rounding += center_input_radius(b_bound, n, strong_convexity, center_norm, size)
+    residual_beta = solver_residual_beta(epsilon_solver, strong_convexity, tol,
+                                         rounding=rounding)
     return _NoisePlan(beta, sigma, strong_convexity, tol, grid, residual_beta)
 
 
@@ -255,7 +277,7 @@ def _draw(plan, size, rng):
 
 
 def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_problems,
-                 sample_weight=None):
+                 sample_weight=None, center=None):
     n, d = Z.shape
     sample_weight = _row_weights(sample_weight, n)
     if loss.n_outputs == 1 and loss.lipschitz > 1:
@@ -268,29 +290,39 @@ def _private_erm(Z, y, loss, epsilon, alpha, perturbation, rng, tol, delta, n_pr
         if delta == 0:
             raise ValueError("perturbation='gradient' needs delta > 0 (Gaussian noise).")
         return noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng,
-                                      n_problems=n_problems, sample_weight=sample_weight)
+                                      n_problems=n_problems, sample_weight=sample_weight,
+                                      center=center)
     # The noise lives in the space of all released weights: K x d for the softmax.
     shape = (d,) if loss.n_outputs == 1 else (loss.n_outputs, d)
     size = math.prod(shape)
-    plan = _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems)
+    if center is not None:
+        center = np.asarray(center, dtype=float).reshape(shape)
+    center_norm = 0.0 if center is None else float(np.linalg.norm(center))
+    plan = _noise_plan(loss, n, d, epsilon, delta, alpha, perturbation, tol, n_problems,
+                       center_norm)
     if perturbation == "output":
-        w = _output_minimizer(loss, Z, y, alpha, plan.tol, sample_weight)
+        # (alpha/2) ||w - u||^2 is the linear term -alpha u, public
+        linear = None if center is None else -alpha * center
+        w = _output_minimizer(loss, Z, y, alpha, plan.tol, sample_weight, linear)
         return add_on_grid(w.ravel(), _draw(plan, size, rng), plan.grid).reshape(shape)
 
     b = _draw(plan, size, rng)
     # The correctly rounded floats of the exact draw (docs/privacy.rst, "Exact noise").
     linear = np.asarray(b, dtype=float).reshape(shape) / n
+    if center is not None:
+        linear = linear - plan.strong_convexity * center
     w = _minimize(loss, Z, y, plan.strong_convexity, plan.tol, linear=linear,
                   sample_weight=sample_weight)
     return add_on_grid(w.ravel(), gamma_norm_noise(size, plan.residual_beta, rng),
                        plan.grid).reshape(shape)
 
 
-def _output_minimizer(loss, Z, y, alpha, tol, sample_weight=None):
+def _output_minimizer(loss, Z, y, alpha, tol, sample_weight=None, linear=None):
     """Output perturbation's solve, shared with ``dpsk.utility``'s Monte Carlo when active."""
     if sample_weight is not None:  # the shared store is keyed on unweighted problems
-        return _minimize(loss, Z, y, alpha, tol, sample_weight=sample_weight)
-    return shared_solution((loss, Z, y, alpha, tol), lambda: _minimize(loss, Z, y, alpha, tol))
+        return _minimize(loss, Z, y, alpha, tol, linear=linear, sample_weight=sample_weight)
+    return shared_solution((loss, Z, y, alpha, tol, linear),
+                           lambda: _minimize(loss, Z, y, alpha, tol, linear=linear))
 
 
 def _row_weights(sample_weight, n):

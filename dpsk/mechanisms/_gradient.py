@@ -210,7 +210,7 @@ def _steps_minimising_bound(contraction, start_distance, noise_per_step):
 
 
 def noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng, *, n_problems=1,
-                           sample_weight=None):
+                           sample_weight=None, center=None):
     """Fit one L2-regularised linear model by noisy full-batch gradient descent.
 
     Guarantee: the ``n_problems`` models released about the same rows (one per
@@ -267,6 +267,12 @@ def noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng, *, n_problems
         s * l'(...)) / n``, still divided by ``n``. A row's term keeps norm <=
         ``lipschitz``, so the step sensitivity and the schedule are unchanged
         (docs/privacy.rst, "Weights"). Stored designs only (dense or CSR).
+    center : ndarray of shape (d,) or (K, d), or None, default=None
+        A public centre ``u`` of the regulariser, ``(alpha/2) ||w - u||^2``:
+        the run starts at ``w_0 = u`` and steps ``w_{t+1} = w_t - step_size
+        (g_t + alpha (w_t - u))``. The released gradients and their
+        sensitivity are those above; ``u`` enters only the public
+        post-processing (docs/privacy.rst, "The class prior").
 
     Returns
     -------
@@ -277,7 +283,7 @@ def noisy_gradient_descent(Z, y, loss, epsilon, delta, alpha, rng, *, n_problems
     """
     with silenced():
         return _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems,
-                    sample_weight=sample_weight)
+                    sample_weight=sample_weight, center=center)
 
 
 def _mean_gradient(loss, Z, y, w, sample_weight=None):
@@ -289,7 +295,8 @@ def _mean_gradient(loss, Z, y, w, sample_weight=None):
     return loss.mean_gradient(Z, y, w, sample_weight)
 
 
-def _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems, record=None, sample_weight=None):
+def _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems, record=None, sample_weight=None,
+         center=None):
     """The loop; ``record``, a list in tests only, receives ``(w_t, g_t)`` pairs."""
     n, d = Z.shape
     shape = (d,) if loss.n_outputs == 1 else (loss.n_outputs, d)
@@ -297,12 +304,13 @@ def _run(Z, y, loss, epsilon, delta, alpha, rng, n_problems, record=None, sample
     schedule = noisy_gd_schedule(n, size, alpha, loss, epsilon, delta, n_problems=n_problems)
     if not is_dask_array(y):  # a Dask y stays on the cluster (dpsk._data._dask)
         y = np.asarray(y, dtype=float) if loss.n_outputs == 1 else np.asarray(y, dtype=np.intp)
-    w = np.zeros(shape)
+    center = np.zeros(shape) if center is None else np.asarray(center, float).reshape(shape)
+    w = center.copy()
     for _ in range(schedule.n_steps):
         released = add_on_grid(_mean_gradient(loss, Z, y, w, sample_weight).ravel(),
                                gaussian_noise(size, schedule.sigma, rng),
                                schedule.grid).reshape(shape)
         if record is not None:
             record.append((w.copy(), released))
-        w = w - schedule.step_size * (released + alpha * w)
+        w = w - schedule.step_size * (released + alpha * (w - center))
     return w

@@ -669,6 +669,24 @@ def float_input_radius(b_bound, n, strong_convexity, d):
     return (2.0**-51 * b_bound / n + math.sqrt(d) * 2.0**-1074) / strong_convexity * (1 + 1e-12)
 
 
+def center_input_radius(b_bound, n, strong_convexity, center_norm, d):
+    """How far adding a public centre's term in float64 moves the exact minimiser.
+
+    With a centre ``u`` (``dpsk.mechanisms._erm.private_erm``) objective
+    perturbation hands the solver ``fl(linear - fl(Lambda u))`` instead of
+    ``linear``, ``linear = fl(b / n)``. Per coordinate the product is off by
+    at most ``2^-53 Lambda |u_j|`` and the difference by ``2^-53 (|linear_j| +
+    Lambda |u_j| (1 + 2^-53))``, so, with ``|linear_j| <= (1 + 2^-51) |b_j| /
+    n``, the vector is off by at most ``2^-52 (||b|| / n + 2 Lambda ||u||)``
+    in norm, plus ``sqrt(d) 2^-1074`` for subnormal results; its minimiser by
+    that over ``Lambda``. Added to :func:`float_input_radius` and covered by
+    the residual noise the same way.
+    """
+    _check_positive(strong_convexity=strong_convexity)
+    error = 2.0**-52 * (b_bound / n + 2.0 * strong_convexity * center_norm)
+    return (error + math.sqrt(d) * 2.0**-1074) / strong_convexity * (1 + 1e-12)
+
+
 def _check_positive(**values):
     for name, value in values.items():
         if not (np.isfinite(value) and value > 0):

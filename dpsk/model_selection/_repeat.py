@@ -158,8 +158,6 @@ def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=
             "perturbation; use multi_class='ovr', perturbation='output' or "
             "'gradient', delta=0, or DPGridSearch(method='disjoint').")
     problems = n_classes if n_classes > 2 else 1
-    eps_each, delta_each = epsilon / problems, delta / problems
-    eps_solver = SOLVER_EPSILON_SHARE * eps_each
     alpha = final.alpha
     if isinstance(alpha, str) and alpha == "auto" and n_features is not None:
         # The alpha the run's fit will use: the rule reads the same public sizes.
@@ -168,11 +166,25 @@ def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=
         raise UnsupportedCandidateError(
             "method='repeat' needs a numeric alpha for Gaussian objective perturbation "
             "when the model's own number of features is unknown (alpha='auto' reads it).")
+    counts = []
+    if final._spends_on_prior():
+        # The fit's noisy class counts: a pure release at the share the fit gives them,
+        # the model at the rest (BaseDPLinearClassifier._prior_budget, public sizes).
+        if n_features is None:
+            raise UnsupportedCandidateError(
+                "method='repeat' needs the model's number of features to share a Gaussian "
+                "objective fit's budget with its class counts; pass class_prior=None.")
+        width = int(getattr(final, "n_components", n_features)) + 1
+        budget = final._prior_budget(int(n_train), width, loss, n_classes, epsilon, delta)
+        counts = [("pure", budget.count_epsilon, 1)]
+        epsilon = budget.model_epsilon
+    eps_each, delta_each = epsilon / problems, delta / problems
+    eps_solver = SOLVER_EPSILON_SHARE * eps_each
     cal = gaussian_objective_calibration(
         eps_each - eps_solver, delta_each, n_train, float(alpha), loss.curvature,
         lipschitz=loss.lipschitz, hessian_rank=loss.hessian_rank)
     return [("gaussian-objective", cal.sigma / loss.lipschitz, cal.epsilon_jacobian, problems),
-            ("pure", eps_solver, problems)]
+            ("pure", eps_solver, problems), *counts]
 
 
 def run_components(final, n_train, n_classes, epsilon, n_features=None, multiplier=1.0):

@@ -12,7 +12,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data._design import design_matrix, row_norms
@@ -33,6 +33,7 @@ from .._optimize._solver import tolerance_floor
 from .._silence import silenced
 from ..accounting._events import PureDPEvent
 from ..accounting._ledger import BudgetAccountant, BudgetExceededError
+from ..mechanisms._alpha import PRIOR_EXPONENT, PRIOR_NORM, minimise_over_alpha, prior_size
 from ..mechanisms._random import validate_random_state
 from ..pipeline._check import warn_from_calling_pipeline
 from ._laplace import GRID_STEPS, grid_sensitivity, laplace_on_grid
@@ -40,7 +41,7 @@ from ._secret import SecretStateMixin
 from ._vote import _row_sources
 
 __all__ = ["DPStabilityPredictor", "ModelInPickleWarning", "score_sensitivity",
-           "spend_per_row"]
+           "spend_per_row", "stability_alpha"]
 
 #: Unit roundoff of float64.
 _U = 2.0**-53
@@ -110,6 +111,45 @@ def score_sensitivity(n_samples, n_columns, alpha, tol):
     return exact + solver + rounding
 
 
+def stability_alpha(n_samples, n_columns, epsilon, tol=1e-10):
+    """The alpha ``alpha="auto"`` resolves to: the rule of ``docs/choosing_alpha.rst``
+    for one noisy score.
+
+    Public quantities only: ``n``, the design's width ``d``, the per-query
+    ``epsilon`` and the solver's tolerance. The released score of a query
+    ``z`` is ``s + xi`` with ``s = w_alpha.z`` (the exact regularised
+    minimiser, up to the solver) and ``xi`` Laplace of scale ``S / epsilon``
+    (``S`` = :func:`score_sensitivity`, ``||z|| <= 1``), mean 0 and variance
+    ``2 S^2 / epsilon^2``. With ``l'' <= c`` (1/4 for the logistic loss) the
+    expected loss of the noisy score exceeds that of ``s`` by at most ``(c/2)
+    E xi^2 = c S^2 / epsilon^2`` (Taylor's formula around ``s``; the linear
+    term has mean 0), and the regulariser's bias against a comparator ``w0``
+    is ``(alpha/2) ||w0||^2`` (``L(w_alpha) <= J(w_alpha) <= J(w0)``), with the
+    prior ``||w0||^2 = r^2 d`` of output perturbation's rule
+    (``PRIOR_NORM["output"]``, calibrated on generated data for the same
+    curvature-times-noise term, not on any data set used here). The rule
+    minimises the sum: ``alpha ~ (8 c / (r^2 d))^(1/3) (n epsilon)^(-2/3)``
+    while ``S ~ 2 / (n alpha)``. Unlike output perturbation, the noise is
+    one-dimensional (one score, not ``d`` weights), so the bias term weighs
+    relatively more and ``alpha`` is far smaller.
+
+    Returns
+    -------
+    alpha : float
+    """
+    n, d = int(n_samples), int(n_columns)
+    curvature = LogisticLoss.curvature
+    prior = prior_size(d, 1, PRIOR_NORM["output"], PRIOR_EXPONENT["output"])
+
+    def bound(log_alpha):
+        alpha = float(np.exp(log_alpha))
+        solver_tol = max(float(tol), tolerance_floor(d, curvature, alpha))
+        sensitivity = score_sensitivity(n, d, alpha, solver_tol)
+        return curvature * sensitivity**2 / epsilon**2 + 0.5 * alpha * prior
+
+    return minimise_over_alpha(bound)
+
+
 def spend_per_row(accountant, epsilon, n_answers, what="Answering", event=PureDPEvent,
                   source=None):
     """Record ``n_answers`` events ``event(epsilon)``, all or none.
@@ -174,10 +214,14 @@ class DPStabilityPredictor(SecretStateMixin, PrivacyAccountingMixin, ClassifierM
     ----------
     epsilon : float, default=1.0
         Privacy parameter of each answered row, > 0.
-    alpha : float, default=1e-2
+    alpha : float or "auto", default="auto"
         L2 regularisation strength (the strong convexity of the objective), > 0.
         The noise scale is about ``2 / (n alpha epsilon)``; larger ``alpha``
-        means less noise and more bias.
+        means less noise and more bias. ``"auto"`` (the default) picks it at
+        ``fit`` from public quantities only (``n_samples``, the width and the
+        per-query ``epsilon`` set at fit time; :func:`stability_alpha`,
+        ``docs/choosing_alpha.rst``) and stores it as ``alpha_``; changing
+        ``epsilon`` after ``fit`` keeps the fitted model and its ``alpha_``.
     fit_intercept : bool, default=True
         Fit an intercept as a regularised constant column (design rows
         ``[x / data_norm, 1] / sqrt(2)``).
@@ -207,6 +251,8 @@ class DPStabilityPredictor(SecretStateMixin, PrivacyAccountingMixin, ClassifierM
     grid_ : float
         The release grid step (a function of ``n_samples``, the shape and the
         parameters).
+    alpha_ : float
+        The L2 strength used: ``alpha``, or the rule's for ``"auto"``.
 
     Examples
     --------
@@ -223,7 +269,7 @@ class DPStabilityPredictor(SecretStateMixin, PrivacyAccountingMixin, ClassifierM
 
     _parameter_constraints = {
         "epsilon": [Interval(Real, 0, np.inf, closed="neither")],
-        "alpha": [Interval(Real, 0, np.inf, closed="neither")],
+        "alpha": [Interval(Real, 0, np.inf, closed="neither"), StrOptions({"auto"})],
         "fit_intercept": ["boolean"],
         "data_norm": [Interval(Real, 0, np.inf, closed="neither")],
         "tol": [Interval(Real, 0, np.inf, closed="neither")],
@@ -236,7 +282,7 @@ class DPStabilityPredictor(SecretStateMixin, PrivacyAccountingMixin, ClassifierM
     _pickle_warning = ModelInPickleWarning
     _pickle_message = _PICKLE_MESSAGE
 
-    def __init__(self, *, epsilon=1.0, alpha=1e-2, fit_intercept=True, data_norm=1.0,
+    def __init__(self, *, epsilon=1.0, alpha="auto", fit_intercept=True, data_norm=1.0,
                  tol=1e-10, classes=None, accountant=None, random_state=None):
         self.epsilon = epsilon
         self.alpha = alpha
@@ -288,18 +334,21 @@ class DPStabilityPredictor(SecretStateMixin, PrivacyAccountingMixin, ClassifierM
             )
         n, d = X.shape[0], X.shape[1] + int(self.fit_intercept)
         loss = LogisticLoss()
-        tol = max(float(self.tol), tolerance_floor(d, loss.curvature, float(self.alpha)))
-        sensitivity = score_sensitivity(n, d, float(self.alpha), tol)
+        alpha = (stability_alpha(n, d, float(self.epsilon), float(self.tol))
+                 if isinstance(self.alpha, str) else float(self.alpha))
+        tol = max(float(self.tol), tolerance_floor(d, loss.curvature, alpha))
+        sensitivity = score_sensitivity(n, d, alpha, tol)
         # The certified solver is total on this domain: it returns a point and
         # never raises, so nothing about the data surfaces here.
         with silenced():
             Z = design_matrix(X, float(self.data_norm), self.fit_intercept)
             w = minimize_regularized_loss(loss, Z, binary_targets(y, classes)[0],
-                                          float(self.alpha), tol=tol).w
+                                          alpha, tol=tol).w
         self.classes_ = classes
+        self.alpha_ = alpha
         self.grid_ = sensitivity / GRID_STEPS
         self._sensitivity = sensitivity
-        self._score_bound = (1.0 + tol) / float(self.alpha)
+        self._score_bound = (1.0 + tol) / alpha
         self._weights = w
         return self
 

@@ -19,6 +19,7 @@ from .._data._design import INTERCEPT_SCALE, clip_rows, design_matrix
 from .._optimize._binary import minimize_regularized_loss
 from ..kernel._random_features import DPKernelClassifier, fourier_features
 from ..mechanisms._erm import _noise_law, _tolerance_floor
+from ..mechanisms._prior import prior_logits
 from ._common import check_count, check_epsilons, check_estimator, describe
 from ._curve import UtilityCurve
 
@@ -154,10 +155,13 @@ def probe_curve(estimator, X, y, *, X_private=None, y_private=None, n_samples=No
         eps = epsilon_probe * np.logspace(-1.0, 1.0, 11)  # within PROBE_RANGE of the probe
     _warn_if_far(eps, epsilon_probe)
     law = _law(estimator, loss, n, Z.shape[1], delta)
+    center = _prior_center(estimator, Z.shape[1])
     w_star = None
     if estimator.perturbation == "output":
-        w_star = _public_minimizer(loss, Z, y_pm, _fitted_alpha(estimator), estimator.tol)
-    dw = perturbed_optimum_derivative(w, Z, y_pm, loss, law, epsilon_probe, w_star=w_star)
+        w_star = _public_minimizer(loss, Z, y_pm, _fitted_alpha(estimator), estimator.tol,
+                                   center)
+    dw = perturbed_optimum_derivative(w, Z, y_pm, loss, law, epsilon_probe, w_star=w_star,
+                                      center=center)
 
     scale_probe = law(epsilon_probe)[0]
     accuracy, losses = np.empty(len(eps)), np.empty(len(eps))
@@ -180,7 +184,7 @@ def probe_curve(estimator, X, y, *, X_private=None, y_private=None, n_samples=No
     )
 
 
-def perturbed_optimum_derivative(w, Z, y, loss, law, epsilon, w_star=None):
+def perturbed_optimum_derivative(w, Z, y, loss, law, epsilon, w_star=None, center=None):
     """``dw/depsilon`` of the perturbed optimum, with the noise draw held fixed.
 
     Objective perturbation releases the minimiser of ``L(w) + (lambda/2)
@@ -196,6 +200,9 @@ def perturbed_optimum_derivative(w, Z, y, loss, law, epsilon, w_star=None):
     lambda w)``. Since ``s`` decreases in epsilon, ``s' < 0``: Li et al.'s Eq.
     6 writes ``b'`` with a positive coefficient, the sign slip. Output
     perturbation releases ``w* + s(epsilon) u``, so ``w' = (s'/s) (w - w*)``.
+    A regulariser centred on a public ``c`` (the class prior's model,
+    ``(lambda/2) ||w - c||^2``) replaces ``w`` by ``w - c`` in the two
+    ``lambda`` terms; ``w*`` is then the centred minimiser.
 
     Parameters
     ----------
@@ -214,6 +221,8 @@ def perturbed_optimum_derivative(w, Z, y, loss, law, epsilon, w_star=None):
         Where to differentiate.
     w_star : ndarray of shape (d,), optional
         The non-private minimiser: given for output perturbation.
+    center : ndarray of shape (d,), optional
+        The regulariser's public centre (zero if not given).
 
     Returns
     -------
@@ -224,7 +233,8 @@ def perturbed_optimum_derivative(w, Z, y, loss, law, epsilon, w_star=None):
         return kappa * (w - w_star)
     lam = law(epsilon)[1]
     lam_prime = _central_difference(lambda e: law(e)[1], epsilon)
-    residual = loss.mean_gradient(Z, y, w) + lam * w  # = -b / n at the optimum
+    shift = w if center is None else w - center
+    residual = loss.mean_gradient(Z, y, w) + lam * shift  # = -b / n at the optimum
     margins = y * np.asarray(Z @ w).ravel()
     curv = loss.second_derivative(margins) / Z.shape[0]
     if sp.issparse(Z):
@@ -232,7 +242,7 @@ def perturbed_optimum_derivative(w, Z, y, loss, law, epsilon, w_star=None):
     else:
         hessian = Z.T @ (Z * curv[:, None])
     hessian[np.diag_indices_from(hessian)] += lam
-    return -np.linalg.solve(hessian, lam_prime * w - kappa * residual)
+    return -np.linalg.solve(hessian, lam_prime * shift - kappa * residual)
 
 
 def _fitted_alpha(estimator):
@@ -247,12 +257,33 @@ def _fitted_alpha(estimator):
 
 
 def _law(estimator, loss, n, d, delta):
+    """``law(epsilon)``: the model's noise scale and L2 strength for a fit at ``epsilon``.
+
+    With the class prior the model runs at its share of each ``epsilon``
+    (public: ``_prior_budget``); the prior itself is held at the probe's
+    (docs/choosing_epsilon.rst).
+    """
     alpha = _fitted_alpha(estimator)
+    shared = getattr(estimator, "class_prior_", None) is not None \
+        and estimator._spends_on_prior()
 
     def law(epsilon):
+        if shared:
+            epsilon = estimator._prior_budget(n, d, loss, 2, epsilon, delta).model_epsilon
         return _noise_law(loss, n, d, epsilon, alpha, estimator.perturbation,
                           tol=estimator.tol, delta=delta)
     return law
+
+
+def _prior_center(estimator, d):
+    """The regulariser's centre of the probe fit: the prior's model, or None."""
+    prior = getattr(estimator, "class_prior_", None)
+    if prior is None:
+        return None
+    center = np.zeros(d)
+    # The intercept column holds INTERCEPT_SCALE in every row (dpsk._data._design).
+    center[-1] = prior_logits(prior, 1)[0] / INTERCEPT_SCALE
+    return center
 
 
 def _central_difference(f, epsilon):
@@ -269,10 +300,11 @@ def _mean_loss(loss, Z, y, w):
     return float(np.mean(loss.value(y * np.asarray(Z @ w).ravel())))
 
 
-def _public_minimizer(loss, Z, y, alpha, tol):
+def _public_minimizer(loss, Z, y, alpha, tol, center=None):
     """The non-private minimiser on public data: output perturbation's centre, estimated."""
     tol = max(tol, _tolerance_floor(loss, Z.shape[1], alpha))
-    return minimize_regularized_loss(loss, Z, y, alpha, tol=tol).w
+    linear = None if center is None else -alpha * center  # (alpha/2) ||w - c||^2
+    return minimize_regularized_loss(loss, Z, y, alpha, linear=linear, tol=tol).w
 
 
 def _design(estimator, X):
