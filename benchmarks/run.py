@@ -46,6 +46,9 @@ weights      generated family with 5% positives: class_weight from the declared 
              vs no weights (balanced accuracy), epsilon 0.5/1/2
 search-bound no data: what a search over multiples of the alpha rule can gain and what its
              budget split costs, by the rule's own excess-risk bound
+search       the default search (safe) and an explicit alpha grid against the untuned
+             default, the majority class and the oracle on 8 binary and 4 multiclass
+             real tables (or --group generated), same splits; the targets and timing
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -82,13 +85,14 @@ COMMANDS = {
     "alpha-rule": ("bench_alpha_rule", "main"),
     "weights": ("bench_weights", "main"),
     "search-bound": ("bench_search_bound", "main"),
+    "search": ("bench_search", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "repeat", "multiclass", "beyond-erm",
              "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule", "weights",
-             "search-bound")
+             "search-bound", "search")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "repeat",
-            "multiclass", "beyond-erm", "alpha-rule", "weights", "search-bound"}
+            "multiclass", "beyond-erm", "alpha-rule", "weights", "search-bound", "search"}
 
 
 class MissingBenchmark(RuntimeError):
