@@ -466,15 +466,51 @@ def _best_has(attr):
 class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
     """Differentially private hyperparameter search.
 
-    ``method="disjoint"`` is Algorithm 4 of Chaudhuri et al. (2011), described
-    first; ``method="random-stopping"`` is the random stopping of Liu and
-    Talwar (2019), described after it; ``method="repeat"`` is the repeated
-    selection of Papernot and Steinke (2022), last, the only one that tunes
-    approximately DP candidates (Gaussian mechanisms). The default,
-    ``"auto"``, is ``"repeat"`` (with ``refit=True``: ``"random-stopping"``,
-    or ``"disjoint"`` when a candidate has ``delta > 0``), by the rule in
-    ``_method``. ``epsilon`` is the cost of the search with every method, and
-    ``refit=True`` adds one more ``epsilon``.
+    The default, ``method="auto"``, is ``"safe"`` (with ``refit=True``:
+    ``"random-stopping"``, or ``"disjoint"`` when a candidate has ``delta >
+    0``), described first: the untuned default is always a candidate, and the
+    search is never worse than not searching beyond noise. ``"disjoint"`` is
+    Algorithm 4 of Chaudhuri et al. (2011); ``"random-stopping"`` the random
+    stopping of Liu and Talwar (2019); ``"repeat"`` the repeated selection of
+    Papernot and Steinke (2022). ``epsilon`` is the cost of the search with
+    every method, and ``refit=True`` adds one more ``epsilon`` (not with
+    ``"safe"`` or ``"repeat"``).
+
+    **method="safe".** The untuned default is a candidate: the rule's alpha of
+    the default grid (multiples 0.1, 1, 10 of the alpha rule's alpha), or the
+    inner estimator as given, added first to a given grid that lacks it. A
+    public plan (``_safe.plan_safe``) sets the selection's share ``s`` of the
+    budget from the alpha rule's excess-risk bound for the default (so that
+    the refit's bound grows by at most a tenth, or 0.005 nats where it is
+    small), and the default's head start ``b``. The rows are split at random
+    into ``m + 1`` parts; candidate ``i`` is fitted on part ``i`` at ``(s
+    epsilon, s delta)``, its alpha a multiple of the rule for that fit so that
+    the choice transfers; the exponential mechanism at ``s epsilon`` picks
+    index ``k`` with probability proportional to ``exp(s epsilon (-z_k + b
+    [k = default]) / 2)``, ``z`` the mistakes on the last part; candidate
+    ``k`` is refitted on all rows at ``((1 - s) epsilon, (1 - s) delta)`` and
+    released.
+
+    Privacy guarantee: ``(epsilon, delta)``-DP for the whole release
+    (``delta``: the search's, by default the largest candidate ``delta``),
+    recorded as one event. Why: the plan reads public quantities only; the
+    selection is ``(s epsilon, s delta)``-DP by the parallel composition of
+    Algorithm 4 (Chaudhuri, Monteleoni and Sarwate 2011, Theorem 8: a changed
+    row is in one training part, whose fit is private, or in the validation
+    part, where every count moves by at most one and the exponential mechanism
+    is ``s epsilon``-DP, McSherry and Talwar 2007; the head start is public);
+    the refit is ``((1 - s) epsilon, (1 - s) delta)``-DP for every ``k``; basic
+    adaptive composition (Dwork and Roth 2014, Theorem 3.16) adds them. The
+    head start: with no candidate better than the default on the validation
+    part, another is chosen with probability at most 0.05, plus the selection
+    fits' own noise (the rule's bound at their budget, capped). When the
+    selection cannot pay (a better candidate must beat the default by more
+    than 0.03 of validation error to be found half the time, 0.2 for grids
+    over more than alpha), the search warns before spending
+    (:class:`SearchCannotPayWarning`, fixed text of public quantities), runs
+    at the smallest share (1%), or with ``cannot_pay="fit-default"`` fits the
+    default at the whole budget. ``docs/grid_search.rst``, "The safe search",
+    derives every step.
 
     **method="disjoint".** The rows are split at random into ``m + 1`` disjoint
     parts, ``m`` being the number of candidates of ``param_grid``. Candidate
@@ -622,7 +658,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         False: release the chosen model (``"disjoint"``: trained on ``n / (m +
         1)`` rows; ``"random-stopping"``: on the training part), total cost
         ``epsilon``. True: retrain the chosen parameters on all rows at
-        ``epsilon`` (total cost ``2 * epsilon``).
+        ``epsilon`` (total cost ``2 * epsilon``). ``"safe"`` always refits
+        within ``epsilon`` and refuses ``True`` (free); ``"auto"`` with ``True``
+        is random stopping (or Algorithm 4).
     accountant : BudgetAccountant or None, default=None
         Ledger charged once per search; None means
         :func:`dpsk.default_accountant` at fit time. The budget is checked before
@@ -644,21 +682,36 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         learns from the data (reported by :func:`dpsk.check_pipeline`). Such a
         step's statistics are released without noise, so the search is then not
         differentially private; the default refuses before reading any data.
-    method : {"auto", "disjoint", "random-stopping", "repeat"}, default="auto"
-        The tuning algorithm (see above). The benchmarks
-        (``python -m benchmarks tuning`` and ``repeat``, ``benchmarks/README.md``)
-        compare them at equal total cost.
+    method : {"auto", "safe", "disjoint", "random-stopping", "repeat"}, default="auto"
+        The tuning algorithm (see above); ``"auto"`` is ``"safe"`` without
+        ``refit``. The benchmarks (``python -m benchmarks search``, ``tuning``
+        and ``repeat``, ``benchmarks/README.md``) compare them at equal total
+        cost.
     stop_probability : float in (0, 1] or None, default=None
         ``gamma`` of ``"random-stopping"``: the expected number of runs is
         ``1 / gamma``. None means ``1 / (10 m)``. The guarantee does not depend
         on it. Ignored by ``"disjoint"``.
     validation_fraction : float in (0, 1), default=0.1
-        Share of the rows ``"random-stopping"`` scores on (at least one row, at
-        most ``n - 1``); the runs train on the others. Ignored by ``"disjoint"``.
+        Share of the rows ``"random-stopping"`` and ``"repeat"`` score on (at
+        least one row, at most ``n - 1``); the runs train on the others.
+        Ignored by ``"safe"`` and ``"disjoint"``, whose validation part is one
+        of ``m + 1`` equal parts.
     delta : float in [0, 1) or None, default=None
-        ``"repeat"`` only: the total delta of the search (None: the largest
-        candidate ``delta``). With ``delta > 0`` pure candidates are accounted
-        with Renyi DP too, which can allow a larger per-run epsilon.
+        ``"repeat"`` and ``"safe"``: the total delta of the search (None: the
+        largest candidate ``delta``). ``"repeat"``: with ``delta > 0`` pure
+        candidates are accounted with Renyi DP too, which can allow a larger
+        per-run epsilon. ``"safe"``: candidates with ``delta > 0`` run at the
+        share of it their fit gets; pure candidates stay pure.
+    cannot_pay : {"warn", "fit-default"}, default="warn"
+        ``"safe"`` only: what to do when the public plan says the selection
+        cannot pay (a :class:`SearchCannotPayWarning` is issued before anything
+        is spent either way). ``"warn"``: search anyway at the smallest share
+        (1%), so the search returns the default refitted at 99% of the budget
+        unless a candidate is far better. ``"fit-default"``: fit the untuned
+        default on all rows at the whole budget.
+    selection_share : float in (0, 1) or None, default=None
+        ``"safe"`` only: the share of the budget the selection gets. None: the
+        plan's public rule (``_safe.plan_safe``).
 
     Attributes
     ----------
@@ -690,6 +743,11 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         (noisy count of correct predictions divided by the validation size; it
         can fall outside [0, 1]). Private, part of the release; an optimistic
         estimate, being the best of several noisy scores.
+    selection_share_ : float
+        ``"safe"``: the selection's share of the budget (0 when the default was
+        fitted instead, ``cannot_pay="fit-default"``). Public.
+    default_index_ : int
+        ``"safe"``: the untuned default's index in ``candidate_params_``. Public.
     privacy_spent_ : tuple of (float, float)
         ``(epsilon, 0.0)``, or ``(2 * epsilon, 0.0)`` with ``refit=True`` and more
         than one candidate; ``(epsilon, delta)`` with ``"repeat"``.
@@ -736,7 +794,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     >>> default = DPGridSearch(DPLogisticRegression(classes=[0, 1]), epsilon=1.0,
     ...                        random_state=0, accountant=BudgetAccountant()).fit(X, y)
     >>> default.alpha_multipliers_
-    (0.3333333333333333, 1.0, 3.0)
+    (0.1, 1.0, 10.0)
+    >>> default.default_index_
+    1
     """
 
     _parameter_constraints = {
