@@ -515,7 +515,14 @@ def main(argv=None):
                              "each write their own")
     parser.add_argument("--inputs", nargs="+", default=None,
                         help="with --from-csv: the CSVs to read together (default: --output)")
+    parser.add_argument("--no-fit-noise", action="store_true",
+                        help="ablation: the default's head start without the selection fits' "
+                             "own noise (FIT_NOISE_CAP = 0), as before that part existed")
     args = parser.parse_args(argv)
+    if args.no_fit_noise:
+        from dpsk.model_selection import _safe
+
+        _safe.FIT_NOISE_CAP = {"alpha": 0.0, "other": 0.0}
     C.set_quick(args.quick)
     output = args.output or {"real": "search", "generated": "search_generated",
                              "nonlinear": "search_nonlinear"}[args.group]

@@ -18,6 +18,7 @@ import pytest
 from scipy import stats
 from sklearn.pipeline import Pipeline
 from sklearn.utils._param_validation import InvalidParameterError
+from test_search_default_grid import _data
 
 from dpsk import (
     ApproxDPEvent,
@@ -46,14 +47,6 @@ from dpsk.model_selection._safe import (
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::dpsk.model_selection._search.SearchCannotPayWarning")
-
-
-def _data(n=400, d=4, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1.0)
-    y = (X[:, 0] + 0.3 * rng.normal(size=n) > 0).astype(int)
-    return X, y
 
 
 def _probabilities(mistakes, default, bonus, epsilon):

@@ -1032,19 +1032,24 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     def _safe_delta(self, inner_delta):
         """``method="safe"``: the search's total delta, checked for free.
 
-        The search's ``delta`` if given, else the largest candidate delta.
         Candidates with ``delta > 0`` run at the share of it their fit gets;
-        pure candidates stay pure. ``refit=True`` is refused: the safe search
-        refits within its own budget.
+        pure candidates stay pure.
         """
+        return self._total_delta(
+            "safe", inner_delta, "always refits the chosen candidate on all rows, within "
+            "epsilon; use refit=False (refit=True would spend a second epsilon).")
+
+    def _total_delta(self, method, inner_delta, no_refit):
+        """The total delta of a method whose release spends one ``epsilon`` whatever
+        ``refit`` (``"repeat"``, ``"safe"``): the search's ``delta`` if given, else
+        the largest candidate delta. Refused for free: ``refit=True`` (the reason
+        is ``no_refit``) and a total ``delta=0`` with an approximate candidate."""
         if self.refit:
-            raise ValueError(
-                "method='safe' always refits the chosen candidate on all rows, within "
-                "epsilon; use refit=False (refit=True would spend a second epsilon).")
+            raise ValueError(f"method={method!r} {no_refit}")
         delta = inner_delta if self.delta is None else float(self.delta)
         if delta == 0 and inner_delta > 0:
             raise ValueError(
-                "method='safe' with delta=0 needs pure candidates (delta=0); some "
+                f"method={method!r} with delta=0 needs pure candidates (delta=0); some "
                 "candidate has delta > 0. Give the search a total delta > 0.")
         return delta
 
@@ -1076,16 +1081,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
 
     def _repeat_cost(self, epsilon, inner_delta):
         """``method="repeat"``: the search's total ``(epsilon, delta)``, checked for free."""
-        if self.refit:
-            raise ValueError(
-                "method='repeat' releases the best run's model and does not refit; "
-                "use refit=False (the runs train on all but the validation rows).")
-        delta = inner_delta if self.delta is None else float(self.delta)
-        if delta == 0 and inner_delta > 0:
-            raise ValueError(
-                "method='repeat' with delta=0 needs pure candidates (delta=0); some "
-                "candidate has delta > 0. Give the search a total delta > 0.")
-        return epsilon, delta
+        return epsilon, self._total_delta(
+            "repeat", inner_delta, "releases the best run's model and does not refit; use "
+            "refit=False (the runs train on all but the validation rows).")
 
     def _spend(self, accountant, event):
         # The safe search says, before anything is spent, when it cannot pay (a
