@@ -475,6 +475,32 @@ def timing(records):
     return "\n".join(lines)
 
 
+def plans(datasets, epsilons, seed=0):
+    """The public plan of the default search and of the alpha grid in every cell (no
+    fit: the sizes of one training split, 4/5 of the rows, and the width)."""
+    from dpsk import DPGridSearch, DPLogisticRegression
+
+    out = []
+    for name in datasets:
+        data = load(name, seed)
+        X, y = data[0], data[1]
+        n = len(y) * 4 // 5 if len(data) == 2 else len(y)
+        classes = sorted(set(y.tolist()))
+        for eps in epsilons:
+            for tag, delta in MECHANISMS:
+                row = dict(dataset=name, epsilon=eps, mechanism=tag)
+                for key, grid in (("search", None), ("grid", EXPLICIT_GRID)):
+                    search = DPGridSearch(DPLogisticRegression(delta=delta, classes=classes),
+                                          grid, epsilon=eps, delta=delta)
+                    candidates = search._candidate_params()
+                    plan = search._plan_safe(n, classes, candidates, [X.shape[1]] * len(
+                        candidates))
+                    row.update({f"{key} share": plan.share, f"{key} resolution":
+                                plan.resolution, f"{key} pays": plan.pays})
+                out.append(row)
+    return out
+
+
 COLUMNS = ("dataset", "epsilon", "mechanism", "majority", "default", "search", "grid",
            "oracle", "oracle_alpha", "search_no_worse", "search_near_oracle", "grid_no_worse",
            "grid_near_oracle")
@@ -515,6 +541,9 @@ def main(argv=None):
                              "each write their own")
     parser.add_argument("--inputs", nargs="+", default=None,
                         help="with --from-csv: the CSVs to read together (default: --output)")
+    parser.add_argument("--plans", action="store_true",
+                        help="fit nothing: the public plan (share, resolution, whether it "
+                             "can pay) of both searches in every cell")
     parser.add_argument("--no-fit-noise", action="store_true",
                         help="ablation: the default's head start without the selection fits' "
                              "own noise (FIT_NOISE_CAP = 0), as before that part existed")
@@ -528,6 +557,13 @@ def main(argv=None):
                              "nonlinear": "search_nonlinear"}[args.group]
     if args.group == "nonlinear":
         return _main_nonlinear(args, output)
+    if args.plans:
+        table = plans(args.datasets or (REAL if args.group == "real"
+                                        else [g for _, g in GENERATED]), args.epsilons)
+        print(C.format_table(table, list(table[0])))
+        for key in ("search", "grid"):
+            print(f"{key}: can pay in {sum(r[f'{key} pays'] for r in table)}/{len(table)} cells")
+        return 0
     if args.from_csv:
         report([r for name in (args.inputs or [output]) for r in read_records(name)])
         return 0
