@@ -491,26 +491,30 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     ``k`` is refitted on all rows at ``((1 - s) epsilon, (1 - s) delta)`` and
     released.
 
-    Privacy guarantee: ``(epsilon, delta)``-DP for the whole release
-    (``delta``: the search's, by default the largest candidate ``delta``),
-    recorded as one event. Why: the plan reads public quantities only; the
+    Privacy guarantee: ``(epsilon, delta)``-DP for the whole release (``delta``:
+    the search's, by default the largest candidate ``delta``), recorded as one
+    ledger event (``PureDPEvent(epsilon)``, or ``ApproxDPEvent(epsilon, delta)``
+    when a candidate has ``delta > 0``; inner fits spend on scratch ledgers).
+    Conditions, enforced before anything is spent: at least ``m + 1`` rows; no
+    ``refit=True``; a total ``delta > 0`` when a candidate has one; the default
+    grid needs the alpha rule; no learned pipeline steps or printing candidates
+    (as for every method). Why: the plan reads public quantities only; the
     selection is ``(s epsilon, s delta)``-DP by the parallel composition of
     Algorithm 4 (Chaudhuri, Monteleoni and Sarwate 2011, Theorem 8: a changed
     row is in one training part, whose fit is private, or in the validation
     part, where every count moves by at most one and the exponential mechanism
     is ``s epsilon``-DP, McSherry and Talwar 2007; the head start is public);
     the refit is ``((1 - s) epsilon, (1 - s) delta)``-DP for every ``k``; basic
-    adaptive composition (Dwork and Roth 2014, Theorem 3.16) adds them. The
-    head start: with no candidate better than the default on the validation
-    part, another is chosen with probability at most 0.05, plus the selection
-    fits' own noise (the rule's bound at their budget, capped). When the
-    selection cannot pay (a better candidate must beat the default by more
-    than 0.03 of validation error to be found half the time, 0.2 for grids
-    over more than alpha), the search warns before spending
-    (:class:`SearchCannotPayWarning`, fixed text of public quantities), runs
-    at the smallest share (1%), or with ``cannot_pay="fit-default"`` fits the
-    default at the whole budget. ``docs/grid_search.rst``, "The safe search",
-    derives every step.
+    adaptive composition (Dwork and Roth 2014, Theorem 3.16) adds them. The head
+    start: with no candidate better than the default on the validation part,
+    another is chosen with probability at most 0.05, plus the selection fits'
+    own noise (the rule's bound at their budget, capped). When the selection
+    cannot pay (a better candidate must beat the default by more than 0.03 of
+    validation error to be found half the time, 0.2 for grids over more than
+    alpha), the search warns before spending (:class:`SearchCannotPayWarning`,
+    fixed text of public quantities), runs at the smallest share (1%), or with
+    ``cannot_pay="fit-default"`` fits the default at the whole budget.
+    ``docs/grid_search.rst``, "The safe search", derives every step.
 
     **method="disjoint".** The rows are split at random into ``m + 1`` disjoint
     parts, ``m`` being the number of candidates of ``param_grid``. Candidate
@@ -629,7 +633,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
 
         None (the default grid): the candidates are ``c`` times the alpha the
         alpha rule (``alpha="auto"``) gives the very fit the candidate is used
-        in, for ``c`` in ``DEFAULT_ALPHA_MULTIPLIERS = (1/3, 1, 3)``: its
+        in, for ``c`` in ``SAFE_MULTIPLIERS = (0.1, 1, 10)`` with ``"safe"``
+        (``DEFAULT_ALPHA_MULTIPLIERS = (1/3, 1, 3)`` with the other methods): its
         own training rows, the model's own number of features (after
         data-independent pipeline steps) and its own epsilon (the per-run
         epsilon of ``"repeat"``, ``epsilon / 3`` of ``"random-stopping"``, the
@@ -639,8 +644,11 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         numeric alphas (so ``best_params_`` can be passed to ``set_params``),
         ``alpha_multipliers_`` and ``best_alpha_multiplier_`` the factors.
         Refused (free) for a private step without the alpha rule. What to
-        expect: with ``m`` candidates a search pays for its selection with about
-        half its epsilon per run, and the rule is already near the best alpha
+        expect: the safe search keeps the rule's alpha unless another is far
+        better, and its public plan says before spending when it cannot tell
+        (for a grid of alphas, nearly always below ``n epsilon`` in the hundreds
+        of thousands). With the other methods, ``m`` candidates pay for their
+        selection with about half the epsilon per run, and the rule is already near the best alpha
         on the benchmark families, so at equal total budget the default search
         was *less* accurate than one fit of the rule in most cells of ``python
         -m benchmarks defaults``. The rule's own bound says why: a budget
@@ -717,7 +725,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     ----------
     best_estimator_ : estimator
         The released model: the chosen candidate (``refit=False``) or its
-        retrained version (``refit=True``). Its ``accountant`` is reset to this
+        retrained version (``refit=True``; ``"safe"``: always the chosen
+        candidate refitted on all rows at ``(1 - s) epsilon``). Its ``accountant`` is reset to this
         search's ``accountant``, so refitting it charges the user's ledger, and its
         ``random_state`` and ``classes`` to the inner estimator's own values.
     best_params_ : dict
@@ -750,7 +759,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         ``"safe"``: the untuned default's index in ``candidate_params_``. Public.
     privacy_spent_ : tuple of (float, float)
         ``(epsilon, 0.0)``, or ``(2 * epsilon, 0.0)`` with ``refit=True`` and more
-        than one candidate; ``(epsilon, delta)`` with ``"repeat"``.
+        than one candidate; ``(epsilon, delta)`` with ``"repeat"``, and with
+        ``"safe"`` when a candidate has ``delta > 0`` (one event for the
+        selection and the refit together).
     privacy_event_ : PrivacyEvent
         What the ledger recorded (a ``RepeatAndSelectEvent`` with ``"repeat"``).
 
@@ -758,7 +769,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     -----
     * One candidate: there is nothing to select. The search warns and trains it
       on all rows at ``epsilon`` (cost ``epsilon``, whatever ``refit`` says).
-    * Size check: ``"disjoint"`` needs at least ``m + 1`` rows and
+    * Size check: ``"disjoint"`` and ``"safe"`` need at least ``m + 1`` rows and
       ``"random-stopping"`` at least 2 (checks on ``n`` and ``m`` only, made
       before anything is spent). Parts are not checked for
       classes: the classes are declared to every candidate, so a part without
