@@ -49,6 +49,9 @@ search-bound no data: what a search over multiples of the alpha rule can gain an
 search       the default search (safe) and an explicit alpha grid against the untuned
              default, the majority class and the oracle on 8 binary and 4 multiclass
              real tables (or --group generated), same splits; the targets and timing
+ledger       a stored ledger (BudgetAccountant.open): median time of one charge on SQLite
+             (and PostgreSQL with --postgres URL), and a fit on Adult with a stored ledger
+             against an in-memory one
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -86,11 +89,12 @@ COMMANDS = {
     "weights": ("bench_weights", "main"),
     "search-bound": ("bench_search_bound", "main"),
     "search": ("bench_search", "main"),
+    "ledger": ("bench_ledger", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "repeat", "multiclass", "beyond-erm",
              "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule", "weights",
-             "search-bound", "search")
+             "search-bound", "search", "ledger")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "repeat",
             "multiclass", "beyond-erm", "alpha-rule", "weights", "search-bound", "search"}
 
