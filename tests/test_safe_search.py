@@ -276,9 +276,9 @@ def test_cannot_pay_warns_before_spending_with_public_text(monkeypatch):
     spend = acc.spend
     warned_at_spend = []
 
-    def recording_spend(event):
+    def recording_spend(event, **kwargs):
         warned_at_spend.append([w.category for w in caught])
-        return spend(event)
+        return spend(event, **kwargs)
 
     monkeypatch.setattr(acc, "spend", recording_spend)
     texts = []
