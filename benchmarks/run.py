@@ -52,6 +52,9 @@ raw-tables   the quickstart's path (schema encoder, private bounds, private mode
 naive-bayes  DPGaussianNB / DPCategoricalNB vs diffprivlib 0.6.6's GaussianNB, the majority
              class and non-private naive Bayes: Adult, 13 real tables with loose [0, 1]
              bounds, generated families, categorical tables
+search       the default search (safe) and an explicit alpha grid against the untuned
+             default, the majority class and the oracle on 8 binary and 4 multiclass
+             real tables (or --group generated), same splits; the targets and timing
 ledger       a stored ledger (BudgetAccountant.open): median time of one charge on SQLite
              (and PostgreSQL with --postgres URL), and a fit on Adult with a stored ledger
              against an in-memory one
@@ -93,14 +96,16 @@ COMMANDS = {
     "search-bound": ("bench_search_bound", "main"),
     "raw-tables": ("bench_raw_tables", "main"),
     "naive-bayes": ("bench_naive_bayes", "main"),
+    "search": ("bench_search", "main"),
     "ledger": ("bench_ledger", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "repeat", "multiclass", "beyond-erm",
              "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule", "weights",
-             "search-bound", "raw-tables", "naive-bayes", "ledger")
+             "search-bound", "raw-tables", "naive-bayes", "search", "ledger")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "repeat",
-            "multiclass", "beyond-erm", "alpha-rule", "weights", "search-bound", "naive-bayes"}
+            "multiclass", "beyond-erm", "alpha-rule", "weights", "search-bound", "naive-bayes",
+            "search"}
 
 
 class MissingBenchmark(RuntimeError):

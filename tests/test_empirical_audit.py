@@ -49,6 +49,7 @@ import dpsk.mechanisms._counts as counts_module
 import dpsk.mechanisms._erm as erm_module
 import dpsk.mechanisms._gradient as gradient_module
 import dpsk.mechanisms._moments as moments_module
+import dpsk.model_selection._safe as safe_module
 import dpsk.model_selection._search as search_module
 import dpsk.naive_bayes._categorical as categorical_module
 import dpsk.naive_bayes._gaussian as gaussian_module
@@ -78,6 +79,7 @@ from dpsk.mechanisms._erm import _noise_plan, private_erm
 from dpsk.mechanisms._gradient import noisy_gd_schedule
 from dpsk.mechanisms._moments import RESOLUTION, noise_laws
 from dpsk.mechanisms._random import NoiseSource, public_rng
+from dpsk.model_selection._safe import select_with_bonus
 from dpsk.model_selection._search import _select_candidate
 from dpsk.prediction._laplace import grid_sensitivity
 from dpsk.preprocessing._bounds import PrivateBoundsScaler, bounds_grid, quantile_utilities
@@ -397,41 +399,71 @@ def robust():
         why="Robust logistic, r=0.05, n=10 rows x=1, all labels +1, one flipped: a "
             "logistic pair, which realises under half the sensitivity (l'(m) + l'(-m) = -1).")
 
-# DPGridSearch, method="disjoint": when the replaced row is in the held-out part the
-# candidates are the same on both sides and the search's whole epsilon rests on the
-# exponential mechanism over the mistake counts (``_select_candidate``), the function
-# the search calls. The worst case for the index: candidate 0 gains a mistake while
-# the 19 others each lose one (utilities move by the sensitivity 1, in opposite
-# directions).
+# DPGridSearch: when the replaced row is in the held-out part the candidates are the
+# same on both sides and the selection's whole epsilon rests on the exponential
+# mechanism over the mistake counts, the function the search calls
+# (``_select_candidate`` of method="disjoint"; ``select_with_bonus`` of the safe
+# search, the default ``bonus`` mistakes ahead). The worst case for the index:
+# candidate 0 gains a mistake while every other loses one (utilities move by the
+# sensitivity 1, in opposite directions).
 
 N_CANDIDATES = 20
 
 
-def search():
+def _selection_family(name, select, module, mistakes, bonus, n_runs, seeds, why):
+    """The audit of one selection: ``select(mistakes, epsilon, rng)`` returns an index;
+    ``mistakes[which]`` are the counts on each side, candidate 0 is the one a head
+    start of ``bonus`` puts ahead (the safe search's default), and the statistic is
+    whether the candidate that gains on ``D`` (0 if it has fewer mistakes there,
+    else 1) is chosen."""
     epsilon = 2.0
-    mistakes = {"D": np.array([0.0] + [1.0] * (N_CANDIDATES - 1)),
-                "D'": np.array([1.0] + [0.0] * (N_CANDIDATES - 1))}
+    mistakes = {which: np.asarray(z, dtype=float) for which, z in mistakes.items()}
+    event = int(mistakes["D"][0] > mistakes["D'"][0])
+    ahead = np.zeros(len(mistakes["D"]))
+    ahead[0] = bonus
 
-    def chosen_zero(which, factor):
-        logits = -epsilon * factor * mistakes[which] / 2.0
+    def chosen(which, factor):
+        logits = epsilon * factor * (ahead - mistakes[which]) / 2.0
         p = np.exp(logits - logits.max())
         p /= p.sum()
-        return {0: p[0], 1: 1.0 - p[0]}
+        return {1: p[event], 0: 1.0 - p[event]}
 
     def sample(which, n_runs, seed):
         rng = NoiseSource.seeded(seed)
-        return np.array([float(_select_candidate(mistakes[which], epsilon, rng) == 0)
+        return np.array([float(select(mistakes[which], epsilon, rng) == event)
                          for _ in range(n_runs)])
 
     return Family(
-        name="DPGridSearch (disjoint: selection)", claim=(epsilon, 0.0), sample=sample,
-        law=discrete_law(lambda f: chosen_zero("D", 1 / f), lambda f: chosen_zero("D'", 1 / f),
-                         lambda outcome: 1.0 - outcome),
+        name=name, claim=(epsilon, 0.0), sample=sample,
+        law=discrete_law(lambda f: chosen("D", 1 / f), lambda f: chosen("D'", 1 / f),
+                         lambda outcome: outcome),
         thresholds=[0.5],
-        mutate=_scale_epsilon_of(search_module, "exponential_mechanism", 1 / 0.8),
-        mutant="noise x 0.8 (epsilon / 0.8)", noise_factor=0.8, n_runs=20000, seeds=(91, 92),
-        why=f"{N_CANDIDATES} candidates, the replaced row held out: candidate 0's mistake "
-            "count rises by one while every other falls by one.")
+        mutate=_scale_epsilon_of(module, "exponential_mechanism", 1 / 0.8),
+        mutant="noise x 0.8 (epsilon / 0.8)", noise_factor=0.8, n_runs=n_runs, seeds=seeds,
+        why=why)
+
+
+def search():
+    return _selection_family(
+        "DPGridSearch (disjoint: selection)", _select_candidate, search_module,
+        {"D": [0] + [1] * (N_CANDIDATES - 1), "D'": [1] + [0] * (N_CANDIDATES - 1)},
+        0.0, 20000, (91, 92),
+        f"{N_CANDIDATES} candidates, the replaced row held out: candidate 0's mistake "
+        "count rises by one while every other falls by one.")
+
+
+def safe_search():
+    # The head start is public and the same on both sides. With two candidates and
+    # no head start a pair realises at most about epsilon / 2; with the default 3
+    # mistakes ahead the other candidate's chance moves by nearly exp(epsilon)
+    # (the default's mass is near 1 on both sides, so the normaliser barely moves):
+    # the head start is where the selection's bound is reached, and it holds there.
+    return _selection_family(
+        "DPGridSearch (safe: selection)",
+        lambda z, epsilon, rng: select_with_bonus(z, 0, 3.0, epsilon, rng),
+        safe_module, {"D": [1, 0], "D'": [0, 1]}, 3.0, 30000, (95, 96),
+        "2 candidates, the default 3 mistakes ahead, the replaced row held out: the "
+        "default's count falls by one while the other's rises by one.")
 
 
 # DPStabilityPredictor: the secret model is the exact logistic minimiser (no noise);
@@ -665,6 +697,7 @@ FAMILY_BUILDERS = {
     "kernel": kernel,
     "robust": robust,
     "search": search,
+    "safe-search": safe_search,
     "stability": stability,
     "bounds": bounds,
     "tilted": tilted,

@@ -18,7 +18,9 @@ from dpsk.model_selection._search import _select_candidate, _split_parts
 
 # The searches here and scikit-learn's checks fit with undeclared classes on
 # purpose.
-pytestmark = pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::dpsk.ClassesFromDataWarning"),
+              pytest.mark.filterwarnings(
+                  "ignore::dpsk.model_selection._search.SearchCannotPayWarning")]
 
 GRID = {"alpha": [1e-3, 1e-2, 1e-1]}
 
@@ -452,7 +454,9 @@ def test_pipeline_grid_may_not_set_reserved_params(data):
      DPGridSearch(DPLogisticRegression(), {"alpha": [1e-2, 1e-1]}, random_state=0,
                   stop_probability=0.5, method="random-stopping"),
      DPGridSearch(DPLogisticRegression(), {"alpha": [1e-2, 1e-1]}, random_state=0,
-                  method="repeat", delta=1e-6)],
+                  method="repeat", delta=1e-6),
+     DPGridSearch(DPLogisticRegression(), {"alpha": [1e-2, 1e-1]}, random_state=0),
+     DPGridSearch(DPLogisticRegression(), random_state=0, cannot_pay="fit-default")],
     expected_failed_checks=lambda estimator: WEIGHT_XFAILS,
 )
 def test_sklearn_compatible(estimator, check):

@@ -263,10 +263,10 @@ def test_bad_parameters_refused_before_spending(data, monkeypatch, bad):
 
 
 def test_random_stopping_is_the_default_with_refit():
-    # "auto" picks repeat-and-select (python -m benchmarks repeat), which has no
-    # refit; with refit=True it keeps random stopping, the earlier default.
+    # "auto" picks the safe search, which refits within its epsilon; with
+    # refit=True it keeps random stopping, the earlier default.
     assert DPGridSearch(DPLogisticRegression(), GRID).method == "auto"
-    assert DPGridSearch(DPLogisticRegression(), GRID)._method() == "repeat"
+    assert DPGridSearch(DPLogisticRegression(), GRID)._method() == "safe"
     assert DPGridSearch(DPLogisticRegression(), GRID, refit=True)._method() == "random-stopping"
 
 

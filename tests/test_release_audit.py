@@ -76,6 +76,7 @@ from dpsk import (
 )
 from dpsk._data._validation import ClassesFromDataWarning
 from dpsk.mechanisms._random import NoiseSource
+from dpsk.model_selection import SearchCannotPayWarning
 from dpsk.pipeline import DataNormWarning
 from dpsk.preprocessing import PrivateBoundsScaler, PrivateBoundsWarning
 
@@ -192,7 +193,22 @@ AUDITED = [
     # public sizes, so candidate_params_ is equal on neighbours.
     Config("grid-default-repeat-gaussian",
            _grid(lambda c: DPLogisticRegression(classes=c, delta=1e-5), None, False,
-                 method="auto")),
+                 method="repeat")),
+    # The safe search (the default method): its plan, share and default's index are
+    # public; the selection and the refit are the release.
+    Config("grid-safe-default", _grid(lambda c: DPLogisticRegression(classes=c), None, False,
+                                      method="auto")),
+    Config("grid-safe-mixed-3class",
+           _grid(lambda c: DPLogisticRegression(classes=c),
+                 {"delta": [0.0, 1e-5], "perturbation": ["objective", "output"]}, False,
+                 method="safe", delta=1e-5, selection_share=0.3), 3),
+    # A grid over what has no rule (the default, gamma=1, added first).
+    Config("grid-safe-kernel-gamma",
+           _grid(lambda c: DPKernelClassifier(n_components=10, classes=c),
+                 {"gamma": [0.5, 2.0]}, False, method="safe")),
+    Config("grid-safe-fit-default",
+           _grid(lambda c: DPHuberSVM(classes=c), {"alpha": [0.01, 0.1]}, False,
+                 method="safe", cannot_pay="fit-default")),
     Config("grid-default-disjoint-refit",
            _grid(lambda c: DPLogisticRegression(classes=c), None, True)),
     # alpha="auto": the rule reads public quantities only, so alpha_ is equal on neighbours.
@@ -361,10 +377,13 @@ def _describe_value(value):
 #: Warnings whose fixed texts depend on public parameters and shapes only (the
 #: model's class and its pipeline's steps; rows, columns and epsilon): allowed,
 #: and still compared between neighbours like every other observation.
-PUBLIC_WARNINGS = (DataNormWarning, PrivateBoundsWarning)
+PUBLIC_WARNINGS = (DataNormWarning, PrivateBoundsWarning, SearchCannotPayWarning)
 
 
 def _dpsk_warnings(record):
+    # A safe search's SearchCannotPayWarning is a fixed text of public quantities,
+    # said before the spend, like the two in PUBLIC_WARNINGS; the harness checks
+    # they are the same on neighbours.
     return [w for w in record.warnings
             if _is_dpsk_category(w[0]) and not issubclass(w[0], PUBLIC_WARNINGS)]
 

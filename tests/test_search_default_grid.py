@@ -45,7 +45,8 @@ def test_default_grid_is_the_rule_times_its_multipliers(monkeypatch, delta):
     seen = _spy_plan(monkeypatch)
     acc = BudgetAccountant()
     base = DPLogisticRegression(classes=[0, 1], delta=delta)
-    search = DPGridSearch(base, epsilon=1.0, accountant=acc, random_state=0).fit(X, y)
+    search = DPGridSearch(base, epsilon=1.0, accountant=acc, random_state=0,
+                          method="repeat").fit(X, y)
     plan = seen[-1]
     n_train = len(_score_split(len(y), 0.1, np.random.default_rng(0))[0])
     rule = rule_alpha(base, n_train, X.shape[1], 2, plan.run_epsilon, delta)
@@ -104,7 +105,7 @@ def test_tilted_model_default_grid():
     X, y = _data()
     search = DPGridSearch(DPTiltedLogisticRegression(classes=[0, 1], tilt=0.5), epsilon=1.0,
                           random_state=0, accountant=BudgetAccountant()).fit(X, y)
-    assert search.best_alpha_multiplier_ in DEFAULT_ALPHA_MULTIPLIERS
+    assert search.best_alpha_multiplier_ in search.alpha_multipliers_
 
 
 def test_explicit_grid_has_no_multiplier():
@@ -129,7 +130,8 @@ def test_refused_before_any_spend(case):
         search, match = DPGridSearch(_NoRule(classes=[0, 1]), accountant=acc), "param_grid"
     elif case == "bad-tol":
         search = DPGridSearch(DPLogisticRegression(classes=[0, 1]),
-                              {"alpha": [0.1], "tol": [1e-8, -1.0]}, accountant=acc)
+                              {"alpha": [0.1], "tol": [1e-8, -1.0]}, accountant=acc,
+                              method="disjoint")
         match = "Candidate 1 .* refused before anything was spent"
     elif case == "gradient-pure":
         # A check beyond the constraints (_check_params_before_fit) is run too.
@@ -180,7 +182,7 @@ def test_plan_is_near_the_largest_per_run_epsilon_for_every_shape():
                       for c in multipliers], rtol=1e-12)
 
 
-@pytest.mark.parametrize("method", ["disjoint", "random-stopping"])
+@pytest.mark.parametrize("method", ["disjoint", "random-stopping", "safe"])
 def test_progress_display_for_every_method(monkeypatch, method):
     """The elapsed-seconds display (tqdm, when installed) covers the other methods too."""
     import sys

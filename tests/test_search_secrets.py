@@ -33,7 +33,7 @@ from dpsk import BudgetAccountant, DPLogisticRegression, PrivateFitError, PureDP
 from dpsk._silence import muted
 from dpsk.accounting import _journal, _ledger
 from dpsk.accounting._scratch import ScratchLedger
-from dpsk.model_selection import DPGridSearch, _search
+from dpsk.model_selection import DPGridSearch, SearchCannotPayWarning, _search
 
 GRID = {"alpha": [1e-3, 1e-2, 1e-1]}
 EPSILON = 0.9
@@ -185,15 +185,18 @@ def test_the_file_count_sees_a_journal_when_one_is_made(data, monkeypatch, priva
     assert seen["journals created"] > 0
 
 
-@pytest.mark.parametrize("method", ["disjoint", "random-stopping"])
+@pytest.mark.parametrize("method", ["disjoint", "random-stopping", "safe"])
 def test_one_event_for_the_whole_search_and_no_journal(data, monkeypatch, private_dirs,
                                                        journals_created, method):
     X, y = data
     force_runs(monkeypatch, 5)
-    with BudgetAccountant(epsilon=2.0) as acc, joblib.parallel_config(backend="loky"):
+    refit = method != "safe"  # the safe search refits within its epsilon
+    with BudgetAccountant(epsilon=2.0) as acc, joblib.parallel_config(backend="loky"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", SearchCannotPayWarning)
         DPGridSearch(DPLogisticRegression(classes=[0, 1]), GRID, epsilon=EPSILON,
-                     method=method, n_jobs=2, refit=True).fit(X, y)
-    assert acc.events == [PureDPEvent(2 * EPSILON)]
+                     method=method, n_jobs=2, refit=refit).fit(X, y)
+    assert acc.events == [PureDPEvent((2 if refit else 1) * EPSILON)]
     assert journals_created == []
 
 
@@ -242,7 +245,7 @@ def test_tasks_threads_and_processes_do_not_count_the_runs(data, monkeypatch, pr
                                   ("clf", DPLogisticRegression(classes=[0, 1]))],
                                  verbose=True))]),
 ], ids=["pipeline", "nested"])
-@pytest.mark.parametrize("method", ["disjoint", "random-stopping"])
+@pytest.mark.parametrize("method", ["disjoint", "random-stopping", "safe"])
 def test_printing_inner_estimators_are_refused_free(data, monkeypatch, estimator, method):
     X, y = data
     monkeypatch.setattr(_search, "_fit_and_count", lambda *a: pytest.fail("fitted"))
@@ -494,7 +497,8 @@ class ShmWatcher(Watcher):
 
 
 def force_any_runs(monkeypatch, method, n_runs):
-    """Fix the secret number of runs of ``method`` (disjoint has none: m runs)."""
+    """Fix the secret number of runs of ``method`` (disjoint and safe have none: m runs
+    and a refit)."""
     if method == "random-stopping":
         force_runs(monkeypatch, n_runs)
     elif method == "repeat":
@@ -520,7 +524,7 @@ INNER_PARALLELISM = {
 }
 
 
-@pytest.mark.parametrize("method", ["repeat", "random-stopping", "disjoint"])
+@pytest.mark.parametrize("method", ["repeat", "random-stopping", "disjoint", "safe"])
 @pytest.mark.parametrize("setup", sorted(INNER_PARALLELISM))
 def test_inner_parallelism_leaves_no_folder_counting_the_runs(big_data, monkeypatch, tmp_path,
                                                               method, setup):
@@ -532,7 +536,8 @@ def test_inner_parallelism_leaves_no_folder_counting_the_runs(big_data, monkeypa
     def search():
         return DPGridSearch(DPLogisticRegression(classes=[0, 1], **estimator_params),
                             {"alpha": [1e-2, 1e-1]}, epsilon=EPSILON, method=method,
-                            refit=method != "repeat", accountant=BudgetAccountant())
+                            refit=method not in ("repeat", "safe"),
+                            accountant=BudgetAccountant())
 
     seen = {}
     with joblib.parallel_config(**config):

@@ -520,6 +520,7 @@ SEARCHES = {
     "disjoint-refit": dict(method="disjoint", refit=True),
     "random-stopping": dict(method="random-stopping", stop_probability=0.5),
     "repeat": dict(method="repeat", delta=1e-5),
+    "safe": dict(method="safe", selection_share=0.3),
 }
 
 

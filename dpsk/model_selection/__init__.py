@@ -1,5 +1,5 @@
 """Private model selection: hyperparameter tuning that charges one privacy budget."""
 
-from ._search import DPGridSearch
+from ._search import DPGridSearch, SearchCannotPayWarning
 
-__all__ = ["DPGridSearch"]
+__all__ = ["DPGridSearch", "SearchCannotPayWarning"]

@@ -42,13 +42,14 @@ from ..accounting._events import (
     RepeatAndSelectEvent,
 )
 from ..accounting._renyi import ORDERS, component_rdp, tnb_mean
-from ..linear_model._base import BaseDPLinearClassifier
+from ..linear_model._base import BaseDPLinearClassifier, problem_count
+from ..mechanisms._alpha import excess_risk_bound
 from ..mechanisms._erm import SOLVER_EPSILON_SHARE
 from ..mechanisms._noise import gaussian_objective_calibration
 from ._repeat_draws import discrete_gaussian, discrete_laplace, truncated_negative_binomial
 
 __all__ = ["RepeatPlan", "run_components", "plan_repeat", "repeat_and_select",
-           "rule_alpha", "rule_cache", "default_mean_runs", "RUNS_PER_CANDIDATE",
+           "rule_alpha", "rule_bound", "rule_cache", "default_mean_runs", "RUNS_PER_CANDIDATE",
            "MIN_MEAN_RUNS", "SHAPES"]
 
 #: The expected number of runs is ``max(RUNS_PER_CANDIDATE * m, MIN_MEAN_RUNS)`` for
@@ -98,17 +99,45 @@ def rule_alpha(final, n_train, n_features, n_classes, epsilon, delta, multiplier
                float(epsilon), float(delta))
     if cache is None or key not in cache:
         auto = clone(final).set_params(alpha="auto")
-        if hasattr(final, "_constants"):
-            # Output-only models (robust, tilted): constants that depend on alpha.
-            loss, loss_at = final._constants(int(n_train), int(n_features))
-        else:
-            loss, loss_at = final._make_loss(n_classes), None
+        loss, loss_at = _rule_loss(final, n_train, n_features, n_classes)
         value = float(auto._resolve_alpha(int(n_train), int(width), loss, n_classes,
                                           epsilon, delta, loss_at))
         if cache is None:
             return float(multiplier) * value
         cache[key] = value
     return float(multiplier) * cache[key]
+
+
+def _rule_loss(final, n_train, n_features, n_classes):
+    """``(loss, loss_at)``: the loss constants ``final``'s alpha rule reads."""
+    if hasattr(final, "_constants"):
+        # Output-only models (robust, tilted): constants that depend on alpha.
+        return final._constants(int(n_train), int(n_features))
+    return final._make_loss(n_classes), None
+
+
+def rule_bound(final, n_train, n_features, n_classes, epsilon, delta, alpha=None):
+    """The alpha rule's excess-risk bound for one fit of ``final``: ``(alpha, bound)``.
+
+    :func:`~dpsk.mechanisms._alpha.excess_risk_bound` of the fit
+    :func:`rule_alpha` describes, at ``alpha``, or with ``alpha=None`` at the
+    rule's own alpha (:func:`rule_alpha`, where the bound is smallest): what
+    the rule promises for that fit, in nats of the loss. Public quantities only. None when
+    ``n_features`` is unknown or ``final`` has no rule (no ``perturbation``
+    or no loss constants).
+    """
+    if n_features is None or not all(hasattr(final, name) for name in
+                                     ("perturbation", "tol", "fit_intercept")):
+        return None
+    width = int(getattr(final, "n_components", n_features) + int(final.fit_intercept))
+    loss, loss_at = _rule_loss(final, n_train, n_features, n_classes)
+    public = dict(loss=loss, perturbation=final.perturbation,
+                  n_problems=problem_count(loss, n_classes), tol=final.tol, loss_at=loss_at)
+    if alpha is None:
+        # The rule's own alpha (cached like every rule_alpha of a search).
+        alpha = rule_alpha(final, n_train, n_features, n_classes, epsilon, delta)
+    return float(alpha), float(excess_risk_bound(alpha, int(n_train), width, epsilon, delta,
+                                                 **public))
 
 
 def _public_key(final):

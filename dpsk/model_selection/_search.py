@@ -1,10 +1,16 @@
 """Private hyperparameter tuning.
 
-Two methods: Algorithm 4 of Chaudhuri, Monteleoni and Sarwate (2011) (disjoint
-parts and the exponential mechanism) and the random stopping of Liu and Talwar
-(2019) (every candidate trained on all the training rows, private scores).
+Four methods: the safe search (the default: select on a small share of the
+budget with the untuned default ahead, refit on all rows with the rest;
+``_safe.py``), Algorithm 4 of Chaudhuri, Monteleoni and Sarwate (2011)
+(disjoint parts and the exponential mechanism), the random stopping of Liu and
+Talwar (2019) (every candidate trained on all the training rows, private
+scores) and the repeated selection of Papernot and Steinke (2022)
+(``_repeat.py``).
 """
 
+import contextlib
+import contextvars
 import dataclasses
 import math
 import warnings
@@ -37,7 +43,7 @@ from .._data._validation import (
 )
 from .._mixin import PrivacyAccountingMixin
 from .._silence import muted, one_process, silenced
-from ..accounting._events import RepeatAndSelectEvent
+from ..accounting._events import ApproxDPEvent, PureDPEvent, RepeatAndSelectEvent
 from ..accounting._ledger import BudgetAccountant, _validate_cost
 from ..accounting._scratch import ScratchLedger
 from ..mechanisms._noise import exponential_mechanism
@@ -45,7 +51,15 @@ from ..mechanisms._random import noise_source, public_rng, validate_random_state
 from ..pipeline._budget import private_steps
 from ..pipeline._check import _learning_parts
 from ..pipeline._dry import dry_run
-from ._repeat import _TimeProgress, plan_repeat, repeat_and_select, rule_alpha, rule_cache
+from ._repeat import (
+    _TimeProgress,
+    plan_repeat,
+    repeat_and_select,
+    rule_alpha,
+    rule_bound,
+    rule_cache,
+)
+from ._safe import SAFE_MULTIPLIERS, plan_safe, select_with_bonus
 from ._stopping import (
     RANDOM_STOPPING_FACTOR,
     default_stop_probability,
@@ -53,7 +67,7 @@ from ._stopping import (
     random_stopping_plan,
 )
 
-__all__ = ["DPGridSearch"]
+__all__ = ["DPGridSearch", "SearchCannotPayWarning"]
 
 # Parameters of the inner estimator that the search owns.
 _RESERVED = ("epsilon", "accountant", "random_state", "classes")
@@ -69,6 +83,19 @@ _PRINTING_PARAMS = ("verbose", "verbosity")
 #: wide grid's bad candidates are sometimes chosen by the noisy selection
 #: (``docs/grid_search.rst``, "The default grid").
 DEFAULT_ALPHA_MULTIPLIERS = (1 / 3, 1.0, 3.0)
+
+
+class SearchCannotPayWarning(UserWarning):
+    """A safe search whose selection is too coarse to pay for its share of the budget.
+
+    Raised before anything is spent, from public quantities only (the number of
+    rows, the budget, the grid): a candidate would have to be much more
+    accurate than the untuned default on the validation part to be chosen, so
+    the search will almost always return the default, refitted at a little
+    less than the whole budget. ``DPGridSearch(cannot_pay="fit-default")``
+    fits the default at the whole budget instead (``docs/grid_search.rst``,
+    "When a search cannot pay").
+    """
 
 
 class _RunFailed(RuntimeError):
@@ -150,8 +177,8 @@ def _private_final_step(estimator, prefix=""):
     if isinstance(estimator, Pipeline):
         name, final = estimator.steps[-1]
         return _private_final_step(final, f"{prefix}{name}__")
-    if not isinstance(estimator, PrivacyAccountingMixin) or not all(
-        p in estimator.get_params(deep=False) for p in _RESERVED
+    if not isinstance(estimator, PrivacyAccountingMixin) or not set(_RESERVED).issubset(
+        estimator.get_params(deep=False)
     ):
         raise TypeError(
             "DPGridSearch needs a dpsk estimator (one with `epsilon`, `accountant` and "
@@ -392,6 +419,79 @@ def _is_set(value):
         return True
 
 
+# Within one fit, the candidate list and the cost are functions of the parameters,
+# which do not change: computed once (each costs a clone per candidate).
+_FIT_MEMO = contextvars.ContextVar("dpsk_search_fit_memo", default=None)
+
+
+@contextlib.contextmanager
+def _one_fit():
+    """Within the block, :func:`_memo` keeps what it computes, and the alpha rule's
+    values are computed once per fit (:func:`~._repeat.rule_cache`)."""
+    token = _FIT_MEMO.set({})
+    try:
+        with rule_cache():  # the plan and the fits read the same rules
+            yield
+    finally:
+        _FIT_MEMO.reset(token)
+
+
+def _memo(key, compute):
+    """``compute()``, once per ``key`` inside :func:`_one_fit` (always outside it)."""
+    memo = _FIT_MEMO.get()
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
+def _own_delta(final):
+    """The ``delta`` parameter of a private step (0 if it has none)."""
+    return float(final.get_params(deep=False).get("delta", 0.0) or 0.0)
+
+
+def _same_value(value, own):
+    """Whether a grid value leaves a parameter as the inner estimator has it.
+
+    Estimators compare by type and parameters (a grid may swap a step for an
+    equal copy); other values by equality, with anything that cannot be
+    compared treated as different.
+    """
+    if hasattr(value, "get_params") or hasattr(own, "get_params"):
+        if type(value) is not type(own):
+            return False
+        mine, theirs = value.get_params(deep=False), own.get_params(deep=False)
+        return mine.keys() == theirs.keys() and all(
+            _same_value(mine[k], theirs[k]) for k in mine)
+    if isinstance(value, str) != isinstance(own, str):
+        return False
+    try:
+        return bool(value == own)
+    except Exception:  # noqa: BLE001 - arrays, odd objects: not the same
+        return False
+
+
+def _cannot_pay_message(plan, cannot_pay):
+    """The fixed text of :class:`SearchCannotPayWarning` (public quantities only)."""
+    if plan.resolution < 1:
+        needs = (f"a candidate must be right on {plan.resolution:.0%} more of the "
+                 "validation rows than the untuned default to be chosen half the time, "
+                 "which a better hyperparameter rarely gives")
+    else:
+        needs = ("no candidate can be shown better than the untuned default: it would "
+                 "have to be right on more validation rows than there are")
+    then = ("fits the untuned default at the whole budget instead (cannot_pay="
+            "'fit-default')" if cannot_pay == "fit-default" else
+            "will almost always return the untuned default, refitted at "
+            f"{1 - plan.share:.0%} of the budget; pass cannot_pay='fit-default' to fit "
+            "it at the whole budget instead, or search with more rows or a larger epsilon")
+    return (
+        "DPGridSearch cannot pay for its selection here: with these rows, this budget "
+        f"and {len(plan.part_sizes) - 1} candidates, {needs}. The search {then} "
+        "(docs/grid_search.rst, 'When a search cannot pay').")
+
+
 def _best_has(attr):
     def check(self):
         check_is_fitted(self)
@@ -403,15 +503,55 @@ def _best_has(attr):
 class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
     """Differentially private hyperparameter search.
 
-    ``method="disjoint"`` is Algorithm 4 of Chaudhuri et al. (2011), described
-    first; ``method="random-stopping"`` is the random stopping of Liu and
-    Talwar (2019), described after it; ``method="repeat"`` is the repeated
-    selection of Papernot and Steinke (2022), last, the only one that tunes
-    approximately DP candidates (Gaussian mechanisms). The default,
-    ``"auto"``, is ``"repeat"`` (with ``refit=True``: ``"random-stopping"``,
-    or ``"disjoint"`` when a candidate has ``delta > 0``), by the rule in
-    ``_method``. ``epsilon`` is the cost of the search with every method, and
-    ``refit=True`` adds one more ``epsilon``.
+    The default, ``method="auto"``, is ``"safe"`` (with ``refit=True``:
+    ``"random-stopping"``, or ``"disjoint"`` when a candidate has ``delta >
+    0``), described first: the untuned default is always a candidate, and the
+    search is never worse than not searching beyond noise. ``"disjoint"`` is
+    Algorithm 4 of Chaudhuri et al. (2011); ``"random-stopping"`` the random
+    stopping of Liu and Talwar (2019); ``"repeat"`` the repeated selection of
+    Papernot and Steinke (2022). ``epsilon`` is the cost of the search with
+    every method, and ``refit=True`` adds one more ``epsilon`` (not with
+    ``"safe"`` or ``"repeat"``).
+
+    **method="safe".** The untuned default is a candidate: the rule's alpha of
+    the default grid (multiples 0.1, 1, 10 of the alpha rule's alpha), or the
+    inner estimator as given, added first to a given grid that lacks it. A
+    public plan (``_safe.plan_safe``) sets the selection's share ``s`` of the
+    budget from the alpha rule's excess-risk bound for the default (so that
+    the refit's bound grows by at most a tenth, or 0.005 nats where it is
+    small), and the default's head start ``b``. The rows are split at random
+    into ``m + 1`` parts; candidate ``i`` is fitted on part ``i`` at ``(s
+    epsilon, s delta)``, its alpha a multiple of the rule for that fit so that
+    the choice transfers; the exponential mechanism at ``s epsilon`` picks
+    index ``k`` with probability proportional to ``exp(s epsilon (-z_k + b
+    [k = default]) / 2)``, ``z`` the mistakes on the last part; candidate
+    ``k`` is refitted on all rows at ``((1 - s) epsilon, (1 - s) delta)`` and
+    released.
+
+    Privacy guarantee: ``(epsilon, delta)``-DP for the whole release (``delta``:
+    the search's, by default the largest candidate ``delta``), recorded as one
+    ledger event (``PureDPEvent(epsilon)``, or ``ApproxDPEvent(epsilon, delta)``
+    when a candidate has ``delta > 0``; inner fits spend on scratch ledgers).
+    Conditions, enforced before anything is spent: at least ``m + 1`` rows; no
+    ``refit=True``; a total ``delta > 0`` when a candidate has one; the default
+    grid needs the alpha rule; no learned pipeline steps or printing candidates
+    (as for every method). Why: the plan reads public quantities only; the
+    selection is ``(s epsilon, s delta)``-DP by the parallel composition of
+    Algorithm 4 (Chaudhuri, Monteleoni and Sarwate 2011, Theorem 8: a changed
+    row is in one training part, whose fit is private, or in the validation
+    part, where every count moves by at most one and the exponential mechanism
+    is ``s epsilon``-DP, McSherry and Talwar 2007; the head start is public);
+    the refit is ``((1 - s) epsilon, (1 - s) delta)``-DP for every ``k``; basic
+    adaptive composition (Dwork and Roth 2014, Theorem 3.16) adds them. The head
+    start: with no candidate better than the default on the validation part,
+    another is chosen with probability at most 0.05, plus the selection fits'
+    own noise (the rule's bound at their budget, capped). When the selection
+    cannot pay (a better candidate must beat the default by more than 0.03 of
+    validation error to be found half the time, 0.2 for grids over more than
+    alpha), the search warns before spending (:class:`SearchCannotPayWarning`,
+    fixed text of public quantities), runs at the smallest share (1%), or with
+    ``cannot_pay="fit-default"`` fits the default at the whole budget.
+    ``docs/grid_search.rst``, "The safe search", derives every step.
 
     **method="disjoint".** The rows are split at random into ``m + 1`` disjoint
     parts, ``m`` being the number of candidates of ``param_grid``. Candidate
@@ -536,7 +676,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
 
         None (the default grid): the candidates are ``c`` times the alpha the
         alpha rule (``alpha="auto"``) gives the very fit the candidate is used
-        in, for ``c`` in ``DEFAULT_ALPHA_MULTIPLIERS = (1/3, 1, 3)``: its
+        in, for ``c`` in ``SAFE_MULTIPLIERS = (0.1, 1, 10)`` with ``"safe"``
+        (``DEFAULT_ALPHA_MULTIPLIERS = (1/3, 1, 3)`` with the other methods): its
         own training rows, the model's own number of features (after
         data-independent pipeline steps) and its own epsilon (the per-run
         epsilon of ``"repeat"``, ``epsilon / 3`` of ``"random-stopping"``, the
@@ -546,8 +687,11 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         numeric alphas (so ``best_params_`` can be passed to ``set_params``),
         ``alpha_multipliers_`` and ``best_alpha_multiplier_`` the factors.
         Refused (free) for a private step without the alpha rule. What to
-        expect: with ``m`` candidates a search pays for its selection with about
-        half its epsilon per run, and the rule is already near the best alpha
+        expect: the safe search keeps the rule's alpha unless another is far
+        better, and its public plan says before spending when it cannot tell
+        (for a grid of alphas, nearly always below ``n epsilon`` in the hundreds
+        of thousands). With the other methods, ``m`` candidates pay for their
+        selection with about half the epsilon per run, and the rule is already near the best alpha
         on the benchmark families, so at equal total budget the default search
         was *less* accurate than one fit of the rule in most cells of ``python
         -m benchmarks defaults``. The rule's own bound says why: a budget
@@ -565,7 +709,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         False: release the chosen model (``"disjoint"``: trained on ``n / (m +
         1)`` rows; ``"random-stopping"``: on the training part), total cost
         ``epsilon``. True: retrain the chosen parameters on all rows at
-        ``epsilon`` (total cost ``2 * epsilon``).
+        ``epsilon`` (total cost ``2 * epsilon``). ``"safe"`` always refits
+        within ``epsilon`` and refuses ``True`` (free); ``"auto"`` with ``True``
+        is random stopping (or Algorithm 4).
     accountant : BudgetAccountant or None, default=None
         Ledger charged once per search; None means
         :func:`dpsk.default_accountant` at fit time. The budget is checked before
@@ -587,27 +733,43 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         learns from the data (reported by :func:`dpsk.check_pipeline`). Such a
         step's statistics are released without noise, so the search is then not
         differentially private; the default refuses before reading any data.
-    method : {"auto", "disjoint", "random-stopping", "repeat"}, default="auto"
-        The tuning algorithm (see above). The benchmarks
-        (``python -m benchmarks tuning`` and ``repeat``, ``benchmarks/README.md``)
-        compare them at equal total cost.
+    method : {"auto", "safe", "disjoint", "random-stopping", "repeat"}, default="auto"
+        The tuning algorithm (see above); ``"auto"`` is ``"safe"`` without
+        ``refit``. The benchmarks (``python -m benchmarks search``, ``tuning``
+        and ``repeat``, ``benchmarks/README.md``) compare them at equal total
+        cost.
     stop_probability : float in (0, 1] or None, default=None
         ``gamma`` of ``"random-stopping"``: the expected number of runs is
         ``1 / gamma``. None means ``1 / (10 m)``. The guarantee does not depend
         on it. Ignored by ``"disjoint"``.
     validation_fraction : float in (0, 1), default=0.1
-        Share of the rows ``"random-stopping"`` scores on (at least one row, at
-        most ``n - 1``); the runs train on the others. Ignored by ``"disjoint"``.
+        Share of the rows ``"random-stopping"`` and ``"repeat"`` score on (at
+        least one row, at most ``n - 1``); the runs train on the others.
+        Ignored by ``"safe"`` and ``"disjoint"``, whose validation part is one
+        of ``m + 1`` equal parts.
     delta : float in [0, 1) or None, default=None
-        ``"repeat"`` only: the total delta of the search (None: the largest
-        candidate ``delta``). With ``delta > 0`` pure candidates are accounted
-        with Renyi DP too, which can allow a larger per-run epsilon.
+        ``"repeat"`` and ``"safe"``: the total delta of the search (None: the
+        largest candidate ``delta``). ``"repeat"``: with ``delta > 0`` pure
+        candidates are accounted with Renyi DP too, which can allow a larger
+        per-run epsilon. ``"safe"``: candidates with ``delta > 0`` run at the
+        share of it their fit gets; pure candidates stay pure.
+    cannot_pay : {"warn", "fit-default"}, default="warn"
+        ``"safe"`` only: what to do when the public plan says the selection
+        cannot pay (a :class:`SearchCannotPayWarning` is issued before anything
+        is spent either way). ``"warn"``: search anyway at the smallest share
+        (1%), so the search returns the default refitted at 99% of the budget
+        unless a candidate is far better. ``"fit-default"``: fit the untuned
+        default on all rows at the whole budget.
+    selection_share : float in (0, 1) or None, default=None
+        ``"safe"`` only: the share of the budget the selection gets. None: the
+        plan's public rule (``_safe.plan_safe``).
 
     Attributes
     ----------
     best_estimator_ : estimator
         The released model: the chosen candidate (``refit=False``) or its
-        retrained version (``refit=True``). Its ``accountant`` is reset to this
+        retrained version (``refit=True``; ``"safe"``: always the chosen
+        candidate refitted on all rows at ``(1 - s) epsilon``). Its ``accountant`` is reset to this
         search's ``accountant``, so refitting it charges the user's ledger, and its
         ``random_state`` and ``classes`` to the inner estimator's own values.
     best_params_ : dict
@@ -633,9 +795,16 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         (noisy count of correct predictions divided by the validation size; it
         can fall outside [0, 1]). Private, part of the release; an optimistic
         estimate, being the best of several noisy scores.
+    selection_share_ : float
+        ``"safe"``: the selection's share of the budget (0 when the default was
+        fitted instead, ``cannot_pay="fit-default"``). Public.
+    default_index_ : int
+        ``"safe"``: the untuned default's index in ``candidate_params_``. Public.
     privacy_spent_ : tuple of (float, float)
         ``(epsilon, 0.0)``, or ``(2 * epsilon, 0.0)`` with ``refit=True`` and more
-        than one candidate; ``(epsilon, delta)`` with ``"repeat"``.
+        than one candidate; ``(epsilon, delta)`` with ``"repeat"``, and with
+        ``"safe"`` when a candidate has ``delta > 0`` (one event for the
+        selection and the refit together).
     privacy_event_ : PrivacyEvent
         What the ledger recorded (a ``RepeatAndSelectEvent`` with ``"repeat"``).
 
@@ -643,7 +812,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     -----
     * One candidate: there is nothing to select. The search warns and trains it
       on all rows at ``epsilon`` (cost ``epsilon``, whatever ``refit`` says).
-    * Size check: ``"disjoint"`` needs at least ``m + 1`` rows and
+    * Size check: ``"disjoint"`` and ``"safe"`` need at least ``m + 1`` rows and
       ``"random-stopping"`` at least 2 (checks on ``n`` and ``m`` only, made
       before anything is spent). Parts are not checked for
       classes: the classes are declared to every candidate, so a part without
@@ -679,7 +848,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     >>> default = DPGridSearch(DPLogisticRegression(classes=[0, 1]), epsilon=1.0,
     ...                        random_state=0, accountant=BudgetAccountant()).fit(X, y)
     >>> default.alpha_multipliers_
-    (0.3333333333333333, 1.0, 3.0)
+    (0.1, 1.0, 10.0)
+    >>> default.default_index_
+    1
     """
 
     _parameter_constraints = {
@@ -691,16 +862,18 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         "n_jobs": [Integral, None],
         "random_state": [Interval(Integral, 0, None, closed="left"), None],
         "allow_learned_steps": ["boolean"],
-        "method": [StrOptions({"auto", "disjoint", "random-stopping", "repeat"})],
+        "method": [StrOptions({"auto", "safe", "disjoint", "random-stopping", "repeat"})],
         "delta": [Interval(Real, 0, 1, closed="left"), None],
         "stop_probability": [Interval(Real, 0, 1, closed="right"), None],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "cannot_pay": [StrOptions({"warn", "fit-default"})],
+        "selection_share": [Interval(Real, 0, 1, closed="neither"), None],
     }
 
     def __init__(self, estimator, param_grid=None, *, epsilon=1.0, refit=False, accountant=None,
                  n_jobs=None, random_state=None, allow_learned_steps=False,
                  method="auto", stop_probability=None, validation_fraction=0.1,
-                 delta=None):
+                 delta=None, cannot_pay="warn", selection_share=None):
         self.estimator = estimator
         self.param_grid = param_grid
         self.epsilon = epsilon
@@ -713,14 +886,22 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         self.stop_probability = stop_probability
         self.validation_fraction = validation_fraction
         self.delta = delta
+        self.cannot_pay = cannot_pay
+        self.selection_share = selection_share
 
     # -- candidates -----------------------------------------------------------------
     def _multipliers(self):
         """The default grid's multipliers of the rule's alpha, or None for a given grid."""
-        return DEFAULT_ALPHA_MULTIPLIERS if self.param_grid is None else None
+        if self.param_grid is not None:
+            return None
+        return SAFE_MULTIPLIERS if self._is_safe() else DEFAULT_ALPHA_MULTIPLIERS
 
-    @staticmethod
-    def _default_candidates(prefix, final):
+    def _is_safe(self):
+        """Whether the method is the safe search (``"auto"`` without ``refit``); reads
+        the parameters only, not the candidates."""
+        return self.method == "safe" or (self.method == "auto" and not self.refit)
+
+    def _default_candidates(self, prefix, final):
         """``param_grid=None``: the rule's alpha (``"auto"``) once per multiplier.
 
         The numeric alpha of each candidate is set for each fit by
@@ -732,7 +913,24 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             raise ValueError(
                 f"param_grid=None tunes the multiple of the alpha rule's alpha (alpha="
                 f"'auto'), which {type(final).__name__} does not have. Pass a param_grid.")
-        return [{prefix + "alpha": "auto"} for _ in DEFAULT_ALPHA_MULTIPLIERS]
+        return [{prefix + "alpha": "auto"} for _ in self._multipliers()]
+
+    def _default_index(self, candidates):
+        """The untuned default's index among ``candidates`` (safe search).
+
+        The default grid's is the rule itself (multiplier 1). In a given grid it
+        is the first candidate that leaves the inner estimator as it is; the
+        safe search puts the estimator itself first when no candidate does
+        (:meth:`_candidate_params`). Parameters only.
+        """
+        if self.param_grid is None:
+            return self._multipliers().index(1.0)
+        own = self.estimator.get_params(deep=True)
+        for index, params in enumerate(candidates):
+            if all(name in own and _same_value(value, own[name])
+                   for name, value in params.items()):
+                return index
+        return None
 
     def _concrete(self, candidates, n_rows, epsilon, classes, widths, alphas=None):
         """The parameters the candidates are fitted with, on ``n_rows`` rows at
@@ -750,7 +948,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         with rule_cache():  # the candidates differ by their multiplier only
             for i, params in enumerate(candidates):
                 prefix, final = _private_final_step(
-                    clone(self.estimator).set_params(**params))
+                    self._candidate(params))
                 delta = final.get_params(deep=False).get("delta", 0.0)
                 alpha = alphas[i] if alphas else rule_alpha(
                     final, rows[i], widths[i], len(classes), epsilon, delta, multipliers[i])
@@ -759,6 +957,10 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
 
     def _candidate_params(self):
         """The candidate list, after rejecting grids that set the search's own parameters."""
+        memo = _memo((id(self), "candidates"), self._candidate_params_uncached)
+        return [dict(p) for p in memo]
+
+    def _candidate_params_uncached(self):
         prefix, final = _private_final_step(self.estimator)
         if self.param_grid is None:
             return self._default_candidates(prefix, final)
@@ -774,14 +976,29 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                     "estimator's epsilon, accountant, random_state and classes itself "
                     "(tune the search's epsilon by choosing it, not by searching over it)."
                 )
+        if self._is_safe() and self._default_index(candidates) is None:
+            # The untuned default is always a candidate of the safe search: the
+            # estimator as given, first.
+            candidates = [{}] + candidates
         return candidates
 
-    def _make_candidate(self, params, random_state, classes=None, epsilon=None):
+    def _candidate(self, params):
+        """A copy of the inner estimator with ``params``; estimators in ``params`` (a
+        grid may swap a step) are copied too, so that nothing the search sets on
+        its candidates reaches the objects of the user's grid."""
+        return clone(self.estimator).set_params(**{
+            name: clone(value) if hasattr(value, "get_params") and not isinstance(value, type)
+            else value for name, value in params.items()})
+
+    def _make_candidate(self, params, random_state, classes=None, epsilon=None, delta=None):
         """A fresh inner estimator with ``params``, ``epsilon`` (default: the
         search's), a throwaway ledger, ``random_state`` and (when given) the
-        declared ``classes``."""
-        estimator = clone(self.estimator).set_params(**params)
-        prefix, _ = _private_final_step(estimator)  # the grid may replace the step
+        declared ``classes``; ``delta`` (when given) replaces the private step's
+        own delta if that is positive (the safe search shares its delta)."""
+        estimator = self._candidate(params)
+        prefix, final = _private_final_step(estimator)  # the grid may replace the step
+        if delta is not None and _own_delta(final) > 0:
+            estimator.set_params(**{prefix + "delta": delta})
         # In memory only: pickled to a worker it writes no journal file.
         settings = _run_settings(estimator, random_state, ScratchLedger())
         settings[prefix + "epsilon"] = self.epsilon if epsilon is None else epsilon
@@ -795,7 +1012,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         if self.allow_learned_steps:
             return
         for index, params in enumerate(candidates):
-            learned = _learned_steps(clone(self.estimator).set_params(**params))
+            learned = _learned_steps(self._candidate(params))
             if learned:
                 raise ValueError(
                     f"Candidate {index} ({params}) has pipeline steps that learn from the "
@@ -814,7 +1031,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         refused so that the user learns why nothing appears.
         """
         for index, params in enumerate(candidates):
-            estimator = clone(self.estimator).set_params(**params)
+            estimator = self._candidate(params)
             printing = sorted(
                 name for name, value in estimator.get_params(deep=True).items()
                 if name.rpartition("__")[2] in _PRINTING_PARAMS and _is_set(value)
@@ -866,19 +1083,29 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         """The search's cost with its private preprocessing: ``epsilon`` plus what the
         runs' private bounds spend, composed as the method composes its runs.
 
-        ``"disjoint"``: the parts are disjoint, so the bounds of all the parts
-        cost what one part's do (``+ b``), and a refit refits them (``+ 2 b``).
+        ``"safe"``: a row of a training part changes its candidate's fit, bounds
+        included (``s epsilon + b``), a row of the validation part only the
+        selection's counts (``s epsilon``), and the refit refits the bounds on all
+        rows: ``+ 2 b`` (``+ b`` when it fits the default alone, see
+        :meth:`_validate_input`). ``"disjoint"``: the parts are disjoint, so the
+        bounds of all the parts cost what one part's do (``+ b``), and a refit
+        refits them (``+ 2 b``).
         ``"random-stopping"``: a run with the bounds is ``(eps0 + b)``-DP, and
         the theorem triples it (``+ 3 b``; a refit adds ``b``). ``"repeat"``:
         each candidate's run curve gets the bounds' pure component; the plan
         (after validation, when ``n`` is known) gives the event, see
         :meth:`_plan`. ``b`` is the largest over the candidates.
         """
+        return _memo((id(self), "cost"), self._privacy_cost_uncached)
+
+    def _privacy_cost_uncached(self):
         epsilon, delta = self._search_cost()
         extra = max(self._preprocessing_epsilon())
         if extra == 0 or len(self._candidate_params()) == 1:
             return epsilon + extra, delta
         method = self._method()
+        if method == "safe":
+            return epsilon + 2.0 * extra, delta
         if method == "disjoint":
             return epsilon + (2.0 if self.refit else 1.0) * extra, delta
         if method == "random-stopping":
@@ -894,6 +1121,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         delta = max(self._inner_cost(self._make_candidate(p, None))[1] for p in candidates)
         if self._method() == "repeat" and len(candidates) > 1:
             return self._repeat_cost(epsilon, delta)
+        if self._method() == "safe":
+            return epsilon, self._safe_delta(delta)
         if self._method() == "random-stopping" and delta > 0:
             raise ValueError(
                 "method='random-stopping' needs pure epsilon-DP inner estimators (delta=0): "
@@ -905,44 +1134,69 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             return 2.0 * epsilon, min(2.0 * delta, 1.0)
         return epsilon, delta
 
+    def _safe_delta(self, inner_delta):
+        """``method="safe"``: the search's total delta, checked for free.
+
+        Candidates with ``delta > 0`` run at the share of it their fit gets;
+        pure candidates stay pure.
+        """
+        return self._total_delta(
+            "safe", inner_delta, "always refits the chosen candidate on all rows, within "
+            "epsilon; use refit=False (refit=True would spend a second epsilon).")
+
+    def _total_delta(self, method, inner_delta, no_refit):
+        """The total delta of a method whose release spends one ``epsilon`` whatever
+        ``refit`` (``"repeat"``, ``"safe"``): the search's ``delta`` if given, else
+        the largest candidate delta. Refused for free: ``refit=True`` (the reason
+        is ``no_refit``) and a total ``delta=0`` with an approximate candidate."""
+        if self.refit:
+            raise ValueError(f"method={method!r} {no_refit}")
+        delta = inner_delta if self.delta is None else float(self.delta)
+        if delta == 0 and inner_delta > 0:
+            raise ValueError(
+                f"method={method!r} with delta=0 needs pure candidates (delta=0); some "
+                "candidate has delta > 0. Give the search a total delta > 0.")
+        return delta
+
     def _method(self):
         """The method ``"auto"`` stands for: a public rule of the parameters.
 
-        Per run, repeat-and-select trains on ``(1 - v) n`` rows at ``eps0 >=
-        epsilon / 3`` (``epsilon / 2`` for pure runs, more with Renyi
-        accounting at ``delta > 0``), random stopping on the same rows at
-        ``epsilon / 3``, and Algorithm 4 on ``n / (m + 1)`` rows at
-        ``epsilon``; for ``m >= 2`` candidates and ``v = 0.1`` repeat-and-select
-        has the largest product of rows and epsilon, and won on every data set
-        and budget of ``python -m benchmarks repeat`` against the other two.
-        It has no refit; with ``refit=True``, ``"auto"`` keeps the earlier
-        default, random stopping (Algorithm 4 when a candidate has ``delta >
-        0``).
+        Without ``refit``: ``"safe"``. The untuned default is one of its
+        candidates and is kept unless the validation part shows another one
+        clearly better, the selection takes a small share of the budget and the
+        chosen candidate is refitted on all rows with the rest: at equal
+        budget it stays within noise of the untuned default where the other
+        methods lost to it in most cells of the benchmarks, for their
+        selection halved the budget of the released fit
+        (``docs/grid_search.rst``, "The safe search").
+
+        With ``refit=True`` (a search at ``epsilon``, then a refit at a second
+        ``epsilon``), the earlier rule: random stopping, or Algorithm 4 when a
+        candidate has ``delta > 0`` (random stopping needs pure runs).
         """
         if self.method != "auto":
             return self.method
         if not self.refit:
-            return "repeat"
+            return "safe"
         pure = all(
-            _private_final_step(clone(self.estimator).set_params(**p))[1]
+            _private_final_step(self._candidate(p))[1]
             .get_params(deep=False).get("delta", 0.0) == 0
             for p in self._candidate_params())
         return "random-stopping" if pure else "disjoint"
 
     def _repeat_cost(self, epsilon, inner_delta):
         """``method="repeat"``: the search's total ``(epsilon, delta)``, checked for free."""
-        if self.refit:
-            raise ValueError(
-                "method='repeat' releases the best run's model and does not refit; "
-                "use refit=False (the runs train on all but the validation rows).")
-        delta = inner_delta if self.delta is None else float(self.delta)
-        if delta == 0 and inner_delta > 0:
-            raise ValueError(
-                "method='repeat' with delta=0 needs pure candidates (delta=0); some "
-                "candidate has delta > 0. Give the search a total delta > 0.")
-        return epsilon, delta
+        return epsilon, self._total_delta(
+            "repeat", inner_delta, "releases the best run's model and does not refit; use "
+            "refit=False (the runs train on all but the validation rows).")
 
     def _spend(self, accountant, event):
+        # The safe search says, before anything is spent, when it cannot pay (a
+        # fixed text of public quantities: its plan, made after validation).
+        safe = self.__dict__.get("_pending_safe")
+        if safe is not None and not safe.pays:
+            warnings.warn(_cannot_pay_message(safe, self.cannot_pay),
+                          SearchCannotPayWarning, stacklevel=5)
         # The repeat plan depends on n (public), known only after validation: its
         # event replaces the (epsilon, delta) placeholder checked before.
         planned = self.__dict__.pop("_planned_event", None)
@@ -987,6 +1241,11 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         refuse_fit_params(self, fit_params)
         validate_random_state(self.random_state)
         self._validate_params()
+        with _one_fit():
+            return self._fit(X, y, sample_weight)
+
+    def _fit(self, X, y, sample_weight):
+        """:meth:`fit` once the parameters are valid."""
         # The released model gets the inner estimator's own random_state back, so
         # it must obey the same rule (no Generator riding along in the pickle).
         _, final = _private_final_step(self.estimator)
@@ -1008,6 +1267,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             )
         self._fit_with_budget(self._validate_input, self._release, X, y, sample_weight)
         self.privacy_event_ = self.__dict__.pop("_spent_event")
+        # A planned event (repeat, a safe search that fits the default) may differ
+        # from the placeholder pair the budget was checked with.
         self.privacy_spent_ = (self.privacy_event_.epsilon, self.privacy_event_.delta)
         return self
 
@@ -1032,7 +1293,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                 "DPGridSearch with method='random-stopping' splits the data into a "
                 f"training and a validation part and needs at least 2 rows; got {n}."
             )
-        if m > 1 and self._method() == "disjoint" and n < m + 1:  # depends on n and m only
+        if m > 1 and self._method() in ("disjoint", "safe") and n < m + 1:  # n and m only
             raise ValueError(
                 f"DPGridSearch with {m} candidates splits the data into {m + 1} parts "
                 f"and needs at least {m + 1} rows; got {n}. Use fewer candidates."
@@ -1046,7 +1307,172 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             # Kept until the release (planning solves for the per-run epsilon).
             self._pending_plan = self._plan(n, classes, candidates, widths)
             self._planned_event = self._pending_plan.event
+        if m > 1 and self._method() == "safe":
+            # Public (n, the widths, the budget, the grid): kept for the warning
+            # before the spend (see _spend) and for the release.
+            self._pending_safe = self._plan_safe(n, classes, candidates, widths)
+            if not self._pending_safe.pays and self.cannot_pay == "fit-default":
+                self._planned_event = self._default_fit_event(
+                    candidates[self._pending_safe.default_index], classes)
         return X, y, classes, widths, _checked_weights(self.estimator, sample_weight, n)
+
+    # -- the safe search ----------------------------------------------------------
+    def _default_fit_event(self, params, classes):
+        """The event of ``cannot_pay="fit-default"``: the default's model at the
+        search's own budget, and once its private preprocessing (``+ b``, pure)."""
+        epsilon, delta = self._search_cost()
+        _, final = _private_final_step(self._make_candidate(params, None, classes,
+                                                            epsilon=epsilon, delta=delta))
+        event = final._privacy_event()
+        extra = self._preprocessing_epsilon()[self._candidate_params().index(params)]
+        if extra == 0:
+            return event
+        if event.delta == 0:
+            return PureDPEvent(event.epsilon + extra)
+        return ApproxDPEvent(event.epsilon + extra, event.delta)
+
+    def _plan_safe(self, n, classes, candidates, widths):
+        """The public plan of ``method="safe"`` (``_safe.plan_safe``): the selection's
+        share of the budget from the default's rule bound on all ``n`` rows, the
+        default's head start, and whether the selection can pay. The model's own
+        budget is shared; private preprocessing runs at its own epsilon."""
+        epsilon, delta = self._search_cost()
+        index = self._default_index(candidates)
+        prefix, final = _private_final_step(clone(self.estimator).set_params(
+            **candidates[index]))
+        gaussian = _own_delta(final) > 0
+
+        def bound(rows, eps, dlt, alpha):
+            return rule_bound(final, rows, widths[index], len(classes), eps,
+                              dlt if gaussian else 0.0, alpha)
+
+        alpha_only = self.param_grid is None or all(
+            set(p) <= {prefix + "alpha"} for p in candidates)
+        return plan_safe(n, len(candidates), index, epsilon, delta, bound, alpha_only,
+                         self.selection_share)
+
+    def _safe_multipliers(self, steps, classes, widths, plan, n):
+        """Per candidate, the multiple of its rule its selection fit runs at.
+
+        The default grid's own multipliers. A given candidate with a numeric
+        alpha ``a`` (its own or the estimator's) is refitted at ``a``, which is
+        ``a / rule`` times the rule of the refit (``n`` rows at the refit's
+        budget); its selection fit runs at that multiple of the rule of *its*
+        fit, so that the choice made on a part at a share of the budget
+        transfers to the refit (``docs/grid_search.rst``, "The safe search").
+        ``alpha="auto"`` is the multiple 1. None: fitted as given (a step
+        without a rule, or without a known width).
+        """
+        if self.param_grid is None:
+            return list(self._multipliers())
+        out = []
+        for (_, final, gaussian), width in zip(steps, widths):
+            alpha = final.get_params(deep=False).get("alpha")
+            if width is None or not hasattr(final, "_resolve_alpha") or alpha is None:
+                out.append(None)
+            elif isinstance(alpha, str):
+                out.append(1.0)
+            else:
+                rule = rule_alpha(final, n, width, len(classes), plan.refit_epsilon,
+                                  plan.refit_delta if gaussian else 0.0)
+                out.append(float(alpha) / rule)
+        return out
+
+    @staticmethod
+    def _with_alphas(candidates, steps, multipliers, n_rows, epsilon, delta, classes, widths):
+        """The candidates' parameters for a fit on ``n_rows`` rows at ``(epsilon,
+        delta)``: ``multiplier`` times the rule's alpha of that fit (public sizes
+        only), or the parameters as given for a None multiplier."""
+        out = []
+        for params, (prefix, final, gaussian), multiplier, width in zip(
+                candidates, steps, multipliers, widths):
+            if multiplier is None:
+                out.append(dict(params))
+                continue
+            alpha = rule_alpha(final, n_rows, width, len(classes), epsilon,
+                               delta if gaussian else 0.0, multiplier)
+            out.append({**params, prefix + "alpha": alpha})
+        return out
+
+    def _release_safe(self, X, y, classes, candidates, widths, weights=None):
+        """The safe search (``_safe.py``): the selection at ``s epsilon`` on disjoint
+        parts, the default ahead, then the chosen candidate refitted on all rows at
+        ``(1 - s) epsilon``."""
+        plan = self.__dict__.pop("_pending_safe", None) or self._plan_safe(
+            y.shape[0], classes, candidates, widths)
+        steps = [(prefix, final, _own_delta(final) > 0) for prefix, final in (
+            _private_final_step(self._candidate(p)) for p in candidates)]
+        with _TimeProgress("DPGridSearch"):  # elapsed seconds only, when tqdm is installed
+            multipliers = self._safe_multipliers(steps, classes, widths, plan, y.shape[0])
+            if not plan.pays and self.cannot_pay == "fit-default":
+                # Announced before the spend (SearchCannotPayWarning): no selection.
+                return self._fit_safe_default(X, y, classes, candidates, steps, multipliers,
+                                              widths, plan, weights)
+            index = self._safe_selection(X, y, classes, candidates, steps, multipliers,
+                                         widths, plan, weights)
+            # The refit: a given grid's parameters as they are, the default grid's
+            # multiple of the rule of this fit.
+            refit = self._with_alphas(
+                candidates, steps, multipliers if self.param_grid is None
+                else [None] * len(candidates), y.shape[0], plan.refit_epsilon,
+                plan.refit_delta, classes, widths)
+            best = self._make_candidate(refit[index], _derived_seed(self.random_state, 7),
+                                        classes, epsilon=plan.refit_epsilon,
+                                        delta=plan.refit_delta)
+            _fit_in_one_process(best, X, y, weights)
+        self._check_spent(best, plan.refit_epsilon, plan.refit_delta)
+        fitted = self._fitted(best, refit, index)
+        fitted.update(selection_share_=plan.share, default_index_=plan.default_index)
+        return fitted
+
+    def _safe_selection(self, X, y, classes, candidates, steps, multipliers, widths, plan,
+                        weights):
+        """The index the safe search refits: Algorithm 4's selection at the plan's share.
+
+        Candidate ``i`` is fitted on part ``i`` at ``(s epsilon, s delta)``, at its
+        multiple of the rule for ``n // (m + 1)`` rows (every part has that size
+        or one more), and counts its mistakes on the last part; the exponential
+        mechanism at ``s epsilon`` picks one, the default ``plan.bonus`` ahead.
+        """
+        seed = self.random_state
+        # The split is public randomness (its own generator); sizes: plan.part_sizes.
+        parts = _split_parts(y.shape[0], len(candidates) + 1, public_rng(seed))
+        X_hold, y_hold = _safe_indexing(X, parts[-1]), y[parts[-1]]
+        select = self._with_alphas(candidates, steps, multipliers, plan.part_sizes[-1],
+                                   plan.select_epsilon, plan.select_delta, classes, widths)
+        estimators = [self._make_candidate(p, _derived_seed(seed, 6, i), classes,
+                                           epsilon=plan.select_epsilon,
+                                           delta=plan.select_delta)
+                      for i, p in enumerate(select)]
+        results = _unwrap(Parallel(n_jobs=self.n_jobs)(
+            delayed(_quietly)(
+                _fit_and_count, est, _safe_indexing(X, part), y[part], X_hold, y_hold,
+                _weights_for(est, weights, part))
+            for est, part in zip(estimators, parts[:-1])
+        ))
+        for est, _ in results:
+            self._check_spent(est, plan.select_epsilon, plan.select_delta)
+        index = select_with_bonus([z for _, z in results], plan.default_index, plan.bonus,
+                                  plan.select_epsilon, noise_source(seed))
+        del results, estimators  # the counts and the parts' models are not released
+        return index
+
+    def _fit_safe_default(self, X, y, classes, candidates, steps, multipliers, widths, plan,
+                          weights):
+        """``cannot_pay="fit-default"`` where the plan cannot pay: the untuned default on
+        all rows at the whole budget (the event was the default's, see _validate_input)."""
+        epsilon, delta = self._search_cost()
+        whole = self._with_alphas(candidates, steps, multipliers if self.param_grid is None
+                                  else [None] * len(candidates), y.shape[0], epsilon, delta,
+                                  classes, widths)
+        index = plan.default_index
+        best = self._make_candidate(whole[index], _derived_seed(self.random_state, 8), classes,
+                                    epsilon=epsilon, delta=delta)
+        _fit_in_one_process(best, X, y, weights)
+        self._check_spent(best, epsilon, delta)
+        fitted = self._fitted(best, whole, index)
+        fitted.update(selection_share_=0.0, default_index_=index)
+        return fitted
 
     def _plan(self, n, classes, candidates, widths):
         """The public plan of ``method="repeat"`` (sizes, budget and grid only)."""
@@ -1145,6 +1571,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
                                                  widths, weights)
         if self._method() == "repeat":
             return self._release_repeat(X, y, classes, candidates, widths, weights)
+        if self._method() == "safe":
+            return self._release_safe(X, y, classes, candidates, widths, weights)
 
         # The split is public randomness: its own generator, never the noise source.
         parts = _split_parts(y.shape[0], m + 1, public_rng(seed))
@@ -1244,9 +1672,8 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
 
     def _fitted(self, best, candidates, index):
         prefix, _ = _private_final_step(best)
-        _, user_final = _private_final_step(clone(self.estimator).set_params(**candidates[index]))
-        user = clone(self.estimator).set_params(**candidates[index])
-        user_params = user.get_params(deep=True)
+        _, user_final = _private_final_step(self._candidate(candidates[index]))
+        user_params = self._candidate(candidates[index]).get_params(deep=True)
         for path in _preprocessing_paths(best):  # the user's own ledger and seed back
             best.set_params(**{path + "__accountant": user_params[path + "__accountant"],
                                path + "__random_state": user_params[path + "__random_state"]})
