@@ -338,6 +338,8 @@ def test_failure_after_reading_is_charged_and_opaque(monkeypatch):
     ("disjoint", True, 2 * 0.8 + 2 * 0.2),       # and the refit's
     ("random-stopping", False, 0.8 + 3 * 0.2),   # a run is (eps0 + b)-DP, tripled
     ("repeat", False, 2 * (0.4 + 0.2)),          # pure runs: (2 + eta) (eps0 + b), eta = 0
+    ("safe", False, 0.8 + 2 * 0.2),              # the parts' bounds, then the refit's
+    ("auto", False, 0.8 + 2 * 0.2),              # auto without refit is the safe search
 ])
 def test_dp_grid_search_accepts_private_bounds_and_charges_every_run(method, refit, expected):
     # Each run refits the bounds on its own rows: the search's one event covers them
@@ -360,6 +362,26 @@ def test_dp_grid_search_accepts_private_bounds_and_charges_every_run(method, ref
     released = search.best_estimator_[0]
     assert released.accountant is ledger and released.random_state is None
     assert hasattr(released, "lower_")
+
+
+def test_safe_search_that_fits_the_default_charges_its_bounds_once():
+    # cannot_pay="fit-default" on 200 rows: no selection, the default's pipeline
+    # on all rows, so the model's epsilon and one set of bounds.
+    from dpsk import DPGridSearch
+    from dpsk.model_selection import SearchCannotPayWarning
+
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    y = (X[:, 0] > 0).astype(int)
+    ledger = BudgetAccountant()
+    pipe = make_pipeline(PrivateBoundsScaler(epsilon=0.2, accountant=ledger),
+                         DPLogisticRegression(classes=[0, 1]))
+    search = DPGridSearch(pipe, epsilon=0.8, accountant=ledger, cannot_pay="fit-default",
+                          random_state=0)
+    with pytest.warns(SearchCannotPayWarning):
+        search.fit(X, y)
+    assert len(ledger.events) == 1 and search.selection_share_ == 0.0
+    assert ledger.total()[0] == pytest.approx(0.8 + 0.2)
+    assert search.privacy_spent_[0] == pytest.approx(0.8 + 0.2)
 
 
 def test_dp_grid_search_refusals_with_private_bounds_are_free():
