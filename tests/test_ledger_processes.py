@@ -88,7 +88,7 @@ def test_forked_children_spend_into_the_parents_ledger(how, data):
     # Six concurrent epsilon-1 fits against a budget of 5: exactly one is refused.
     assert codes == [_OK] * 5 + [_EXCEEDED]
     assert acc.total() == (5.0, 0.0)
-    assert acc.events == [PureDPEvent(1.0, mechanism="gamma-norm")] * 5
+    assert acc.events == [PureDPEvent(1.0, mechanism="generic")] * 5
     with pytest.raises(BudgetExceededError):
         DPLogisticRegression(epsilon=1.0, accountant=acc, random_state=0).fit(X, y)
 

@@ -115,7 +115,7 @@ def test_a_new_ledger_is_created_with_its_budget_and_kept(where):
     assert (again.epsilon, again.delta) == (3.0, 1e-6)
     assert again.total() == acc.total() == (0.75, 1e-7)
     assert again.remaining() == acc.remaining() == (2.25, 1e-6 - 1e-7)
-    assert again.events == [PureDPEvent(0.5, mechanism="gamma-norm"),
+    assert again.events == [PureDPEvent(0.5, mechanism="generic"),
                             ApproxDPEvent(0.25, 1e-7)]
     assert BudgetAccountant.open(where, epsilon=3.0).total() == (0.75, 1e-7)
     with pytest.raises(BudgetExceededError, match="Nothing was spent"):
@@ -378,7 +378,7 @@ def test_a_process_killed_between_charge_and_release_leaves_the_charge(where):
     acc = BudgetAccountant.open(where, epsilon=2.0)
     _kill_when(_charge_then_hang, acc, "charged")
     after = BudgetAccountant.open(where)
-    assert after.events == [PureDPEvent(0.5, mechanism="gamma-norm")]
+    assert after.events == [PureDPEvent(0.5, mechanism="generic")]
     _fit(after, 0.5)  # nothing is left locked
     assert acc.total() == (1.0, 0.0)
 

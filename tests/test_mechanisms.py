@@ -429,8 +429,11 @@ def test_estimators_never_reuse_noise(monkeypatch, Estimator, perturbation):
     X = rng.standard_normal((60, 3)) / 3
     y = np.repeat([0, 1, 2], 20)
     ovr = {"multi_class": "ovr"} if Estimator is DPLogisticRegression else {}
+    # class_prior=None: the whole epsilon on the models (the prior's share has its
+    # own tests), so each one-vs-rest model's beta is that of epsilon / 3.
     for _ in range(2):
-        Estimator(epsilon=1.0, alpha=1e-3, perturbation=perturbation, **ovr).fit(X, y)
+        Estimator(epsilon=1.0, alpha=1e-3, perturbation=perturbation, class_prior=None,
+                  **ovr).fit(X, y)
     draws = [tuple(np.round(draw, 15)) for _, _, draw in noise.calls]
     per_fit = 3 if perturbation == "output" else 6
     assert len(draws) == 2 * per_fit

@@ -310,15 +310,16 @@ def test_algorithm2_slack_reaches_the_estimator(monkeypatch):
     X, y = rng.uniform(-1, 1, (40, 2)), np.repeat([0, 1], 20)
 
     def fit():
-        # A numeric alpha: "auto" would consult the calibration while choosing it.
-        DPLogisticRegression(epsilon=0.5, alpha=0.1, classes=[0, 1],
+        # A numeric alpha: "auto" would consult the calibration while choosing it;
+        # no class prior, whose share is chosen with the rule's calibration too.
+        DPLogisticRegression(epsilon=0.5, alpha=0.1, classes=[0, 1], class_prior=None,
                              accountant=BudgetAccountant(10.0), random_state=0).fit(X, y)
 
     fit()
     with algorithm2_slack():
         fit()
         # The softmax has no published version: dpsk's calibration either way.
-        DPLogisticRegression(epsilon=0.5, alpha=0.1, classes=[0, 1, 2],
+        DPLogisticRegression(epsilon=0.5, alpha=0.1, classes=[0, 1, 2], class_prior=None,
                              multi_class="multinomial", accountant=BudgetAccountant(10.0),
                              random_state=0).fit(
             X, np.arange(40) % 3)
