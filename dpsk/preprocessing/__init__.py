@@ -17,8 +17,9 @@ from ._bounds import (
     bounds_grid,
 )
 from ._data import BoundedScaler, RowNormClipper
+from ._pca import DPPCA, auto_n_components
 from ._table import TableEncoder, make_table_encoder, table_norm_bound
 
-__all__ = ["BoundedScaler", "PrivateBoundsScaler", "PrivateBoundsWarning", "RowNormClipper",
-           "TableEncoder", "bounds_epsilon_needed", "bounds_grid", "make_table_encoder",
+__all__ = ["BoundedScaler", "DPPCA", "PrivateBoundsScaler", "PrivateBoundsWarning", "RowNormClipper",
+           "TableEncoder", "auto_n_components", "bounds_epsilon_needed", "bounds_grid", "make_table_encoder",
            "table_norm_bound"]
