@@ -55,6 +55,8 @@ naive-bayes  DPGaussianNB / DPCategoricalNB vs diffprivlib 0.6.6's GaussianNB, t
 ledger       a stored ledger (BudgetAccountant.open): median time of one charge on SQLite
              (and PostgreSQL with --postgres URL), and a fit on Adult with a stored ledger
              against an in-memory one
+pca          digits: DPPCA + DPLogisticRegression vs DPLogisticRegression alone at the same
+             total (epsilon, delta), 5 folds, epsilon 1 and 2
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -94,11 +96,12 @@ COMMANDS = {
     "raw-tables": ("bench_raw_tables", "main"),
     "naive-bayes": ("bench_naive_bayes", "main"),
     "ledger": ("bench_ledger", "main"),
+    "pca": ("bench_pca", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "repeat", "multiclass", "beyond-erm",
              "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule", "weights",
-             "search-bound", "raw-tables", "naive-bayes", "ledger")
+             "search-bound", "raw-tables", "naive-bayes", "ledger", "pca")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "repeat",
             "multiclass", "beyond-erm", "alpha-rule", "weights", "search-bound", "naive-bayes"}
 
