@@ -6,9 +6,9 @@ those statistics into the pipeline without any noise: the released pipeline is
 then not differentially private, whatever the final estimator guarantees. Most
 transformers here never learn from data; their parameters are declared by the
 user. :class:`PrivateBoundsScaler` learns clipping bounds, but privately: its
-fit is an epsilon-DP release charged to the ledger. Use
-:class:`DPPCA` learns principal directions from a noisy second moment, also charged.
-Use :func:`dpsk.check_pipeline` to find the steps of a pipeline that learn without noise.
+fit is an epsilon-DP release charged to the ledger; :class:`DPPCA` learns
+principal directions from a noisy second moment, also charged. Use
+:func:`dpsk.check_pipeline` to find the steps of a pipeline that learn without noise.
 """
 
 from ._bounds import (
