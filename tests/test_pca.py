@@ -9,12 +9,14 @@ released matrix is the integer matrix times a power of two, so ``A / scale - M``
 the draw (the approach of tests/test_count_mechanisms.py, whose law test it reuses)."""
 
 import math
+import pickle
 import warnings
 
 import numpy as np
 import pytest
+import test_release_audit as audit
 from _sklearn_checks import parametrize_with_checks
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from test_count_mechanisms import P_THRESHOLD, SMALLER, _check_law, _pvalue
 
 import dpsk.mechanisms._second_moment as sm
@@ -337,3 +339,57 @@ def test_dry_run_stand_in_has_the_real_shape_and_bound():
     pipe.fit(X, y)
     assert pipe[0].n_components_ == auto_n_components(300, 20, 1.0, 1e-6)
     assert not np.array_equal(pipe[0].components_, np.eye(pipe[0].n_components_, 20))
+
+
+# -- release audit (the harness of tests/test_release_audit.py) ---------------------------
+
+
+def _audit_pipeline(classes, accountant, random_state=None, delta=0.0):
+    return Pipeline([
+        ("pca", DPPCA(n_components=2, epsilon=0.5, delta=delta, data_norm=1.0,
+                      accountant=accountant, random_state=random_state)),
+        ("clf", DPLogisticRegression(classes=classes, alpha=0.1, accountant=accountant,
+                                     random_state=random_state)),
+    ])
+
+
+@pytest.mark.parametrize("delta", [0.0, 1e-6])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_pca_pipeline_neighbours_look_the_same(n_classes, delta):
+    classes = list(range(n_classes))
+    for pair_name, (X_d, y_d), (X_dp, y_dp) in audit.neighbour_pairs(n_classes):
+        records = [[audit._fit_record(lambda acc: _audit_pipeline(classes, acc, delta=delta),
+                                      X, y)
+                    for _ in range(audit.N_FITS)] for X, y in ((X_d, y_d), (X_dp, y_dp))]
+        audit._assert_same_observation(*records, f"pca-pipeline/{delta}/{pair_name}")
+        first = records[0][0]
+        assert first.warnings == [], (pair_name, first.warnings)  # data_norm declared, read
+        assert first.spends == [(0.5, delta), (1.0, 0.0)]
+        releases = {r.model[0].components_.tobytes() + r.model[-1].coef_.tobytes()
+                    for r in records[0]}
+        assert len(releases) == audit.N_FITS, pair_name
+
+
+@pytest.mark.parametrize("random_state", [None, 3])
+def test_pca_pipeline_saved_holds_no_noise_generator(random_state):
+    X, y = audit._base_data(2)
+    model = _audit_pipeline([0, 1], BudgetAccountant(), random_state).fit(X, y)
+    data = pickle.dumps(model)
+    assert audit.pickle_globals(data) == audit.loaded_globals(data)
+    assert audit._forbidden_globals(audit.pickle_globals(data)) == set()
+    for obj in audit.reachable_objects(pickle.loads(data)) + audit._params_objects(model):
+        assert not isinstance(obj, audit._FORBIDDEN_TYPES), type(obj)
+
+
+def test_pca_refusals_are_alike_on_neighbours_and_free():
+    # Out-of-domain input: the same refusal, whatever the rest of the rows, and free.
+    texts = set()
+    for seed in range(3):
+        X, _ = audit._base_data(2, seed=seed)
+        X[seed] = np.nan
+        ledger = BudgetAccountant()
+        with pytest.raises(ValueError) as info:
+            DPPCA(data_norm=1.0, accountant=ledger).fit(X)
+        texts.add(str(info.value))
+        assert ledger.events == []
+    assert len(texts) == 1

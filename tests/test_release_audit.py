@@ -220,8 +220,9 @@ AUDITED = [
 ]
 
 #: The noisy release: compared by shape and dtype only (``lower_``/``upper_``:
-#: the bounds PrivateBoundsScaler learns).
-RELEASE = {"coef_", "intercept_", "lower_", "upper_"}
+#: the bounds PrivateBoundsScaler learns; ``components_``/``explained_variance_``:
+#: DPPCA's directions and noisy eigenvalues).
+RELEASE = {"coef_", "intercept_", "lower_", "upper_", "components_", "explained_variance_"}
 #: Public randomness drawn fresh at every fit (shape and dtype only).
 FRESH_PUBLIC = {"random_weights_"}
 #: Fitted values of parameters (``alpha_`` for ``alpha``, resolved by the alpha rule from
