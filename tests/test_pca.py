@@ -39,6 +39,7 @@ from dpsk.mechanisms._second_moment import (
 )
 from dpsk.pipeline import check_before_fit, make_private_pipeline
 from dpsk.preprocessing import DPPCA, BoundedScaler, auto_n_components
+from dpsk.preprocessing._pca import above_noise
 
 G = RESOLUTION
 
@@ -337,8 +338,26 @@ def test_dry_run_stand_in_has_the_real_shape_and_bound():
     check_before_fit(pipe, X, y)
     assert ledger.events == []
     pipe.fit(X, y)
-    assert pipe[0].n_components_ == auto_n_components(300, 20, 1.0, 1e-6)
+    assert 1 <= pipe[0].n_components_ <= auto_n_components(300, 20, 1.0, 1e-6)
     assert not np.array_equal(pipe[0].components_, np.eye(pipe[0].n_components_, 20))
+    # The stand-in's width is the public cap (nothing drawn in the dry run).
+    stand_in = DPPCA(epsilon=1.0, delta=1e-6, data_norm=1.0)._stand_in((X, 1.0))
+    assert stand_in["components_"].shape == (auto_n_components(300, 20, 1.0, 1e-6), 20)
+
+
+def test_auto_keeps_the_directions_above_the_noise_edge():
+    # Three strong directions, the rest weak: "auto" finds three, the cap allows more.
+    rng = np.random.default_rng(8)
+    n, d = 8192, 20
+    X = rng.normal(size=(n, d)) * 0.02
+    X[:, :3] += rng.normal(size=(n, 3)) * [0.5, 0.4, 0.3]
+    pca = DPPCA(epsilon=2.0, delta=1e-6, data_norm=2.0, random_state=0,
+                accountant=BudgetAccountant()).fit(X)
+    assert pca.n_components_ == 3 < auto_n_components(n, d, 2.0, 1e-6)
+    tau = sm.noise_spectral_norm(n, d, 2.0, 2.0, 1e-6)
+    assert above_noise([5 * tau, 2 * tau, 0.5 * tau], tau, 10) == 2
+    assert above_noise([0.5 * tau], tau, 10) == 1  # at least one
+    assert above_noise([5 * tau] * 4, tau, 3) == 3  # at most the cap
 
 
 # -- release audit (the harness of tests/test_release_audit.py) ---------------------------
@@ -393,3 +412,12 @@ def test_pca_refusals_are_alike_on_neighbours_and_free():
         texts.add(str(info.value))
         assert ledger.events == []
     assert len(texts) == 1
+
+
+def test_too_many_rows_is_refused_before_the_spend(monkeypatch):
+    # The exactness limit n G^2 < 2^53 depends on n only: refused for free.
+    monkeypatch.setattr(sm, "_FLOAT_EXACT", 2**30)
+    ledger = BudgetAccountant()
+    with pytest.raises(ValueError, match="nothing was spent"):
+        DPPCA(data_norm=1.0, accountant=ledger).fit(np.zeros((100, 2)))
+    assert ledger.events == []

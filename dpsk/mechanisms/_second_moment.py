@@ -46,8 +46,8 @@ from ._counts import (
     zcdp_rho,
 )
 
-__all__ = ["RESOLUTION", "grid_rows", "second_moment_sensitivity", "second_moment_noise",
-           "noisy_second_moment", "noise_spectral_norm"]
+__all__ = ["RESOLUTION", "check_row_count", "grid_rows", "second_moment_sensitivity",
+           "second_moment_noise", "noisy_second_moment", "noise_spectral_norm"]
 
 #: ``G``: a row of norm ``R`` is put on the integer grid of step ``R / G`` per
 #: coordinate (truncated towards zero). The truncation moves each coordinate by
@@ -58,6 +58,19 @@ RESOLUTION = 2**12
 # product m_i m_j and every partial sum is an integer below 2^53, so any
 # summation order is exact. This bound on n G^2 keeps it so.
 _FLOAT_EXACT = 2**53
+
+
+def check_row_count(n_rows, resolution=RESOLUTION):
+    """Refuse, from ``n`` alone (public), a release whose exact sums would not fit.
+
+    The integer sums stay exact in the float64 product while ``n G^2 < 2^53``
+    (``2^29`` rows at the default ``G``). Callers check before they spend.
+    """
+    G = int(resolution)
+    check_int_range(n_rows, G * G)
+    if int(n_rows) * G * G >= _FLOAT_EXACT:
+        raise ValueError("Too many rows for an exact second-moment release; nothing was "
+                         "spent. Fit on fewer rows.")
 
 
 def grid_rows(X, data_norm, resolution=RESOLUTION):
@@ -134,8 +147,8 @@ def noisy_second_moment(X, data_norm, epsilon, rng, *, delta=0.0, resolution=RES
     (norm at most ``G`` whatever the input), noise calibrated to the
     sensitivities of :func:`second_moment_sensitivity` from public ``d``,
     ``epsilon``, ``delta`` only, exact integer sums (``n G^2 < 2^53``,
-    refused from ``n`` alone otherwise). Mechanism: Analyze Gauss (Dwork,
-    Talwar, Thakurta and Zhang 2014, Algorithm 1 and Theorem 4) with the
+    :func:`check_row_count`, which callers run before they spend). Mechanism: Analyze Gauss (Dwork,
+    Talwar, Thakurta and Zhang 2014, Algorithm 1) with the
     discrete Gaussian in place of the continuous one (Canonne, Kamath and
     Steinke 2020, Theorem 14; converted by
     :func:`~dpsk.mechanisms._counts.zcdp_rho`); its pure counterpart with
@@ -164,10 +177,7 @@ def noisy_second_moment(X, data_norm, epsilon, rng, *, delta=0.0, resolution=RES
     """
     n, d = X.shape
     G = int(resolution)
-    check_int_range(n, G * G)
-    if n * G * G >= _FLOAT_EXACT:
-        raise ValueError("Too many rows for an exact second-moment release; nothing was "
-                         "spent. Fit on fewer rows.")
+    check_row_count(n, G)
     m = grid_rows(X, data_norm, G).astype(np.float64)
     exact = np.rint(m.T @ m).astype(np.int64)  # exact: see _FLOAT_EXACT
     upper = np.triu_indices(d)

@@ -18,25 +18,29 @@ from .._mixin import PrivacyAccountingMixin
 from ..accounting._events import ApproxDPEvent, PureDPEvent
 from ..accounting._ledger import BudgetAccountant
 from ..mechanisms._random import noise_source, validate_random_state
-from ..mechanisms._second_moment import noise_spectral_norm, noisy_second_moment
+from ..mechanisms._second_moment import (
+    check_row_count,
+    noise_spectral_norm,
+    noisy_second_moment,
+)
 from ..pipeline._norms import resolve_data_norm
 
-__all__ = ["DPPCA", "auto_n_components"]
+__all__ = ["DPPCA", "above_noise", "auto_n_components"]
 
 
 def auto_n_components(n_samples, n_features, epsilon, delta=0.0):
-    """The number of components ``n_components="auto"`` keeps: public numbers only.
+    """The most components ``n_components="auto"`` can keep: public numbers only.
 
     Every row has norm at most ``R``, so the second moment ``A`` has trace at
     most ``R^2`` and at most ``R^2 / tau`` eigenvalues above any ``tau``.
     With ``tau`` the noise matrix's spectral norm (about ``2 sqrt(d) s``,
     ``s`` the standard deviation of one noisy entry,
     :func:`~dpsk.mechanisms._second_moment.noise_spectral_norm`), a direction
-    whose eigenvalue is below ``tau`` can be swapped with any other by the
-    noise, so no more than ``floor(R^2 / tau)`` directions can be found
-    (``docs/privacy.rst``, "Private PCA"). The rule keeps that many, at least
-    one and at most ``d``. ``R`` cancels: the rule reads ``n``, ``d``,
-    ``epsilon`` and ``delta`` only.
+    whose eigenvalue is below ``tau`` is lost in the noise, so at most
+    ``floor(R^2 / tau)`` directions can stand out (``docs/privacy.rst``,
+    "Private PCA"); at least one, at most ``d``. ``R`` cancels: the cap reads
+    ``n``, ``d``, ``epsilon`` and ``delta`` only. ``"auto"`` keeps the
+    noisy eigenvalues above ``tau``, up to this many.
 
     Parameters
     ----------
@@ -53,12 +57,23 @@ def auto_n_components(n_samples, n_features, epsilon, delta=0.0):
     --------
     >>> from dpsk.preprocessing import auto_n_components
     >>> auto_n_components(1437, 64, 1.0, 1e-5)
-    18
+    15
     >>> auto_n_components(1437, 64, 1.0)
     1
     """
     tau = noise_spectral_norm(int(n_samples), int(n_features), 1.0, epsilon, delta)
     return int(min(n_features, max(1, math.floor(1.0 / tau))))
+
+
+def above_noise(eigenvalues, tau, cap):
+    """How many noisy eigenvalues stand above the noise edge ``tau``: in ``[1, cap]``.
+
+    Post-processing of the release (it reads the noisy eigenvalues and public
+    numbers only). A direction of eigenvalue ``lambda`` shows in the noisy
+    spectrum above the edge only if ``lambda`` is above about ``tau / 2``
+    (``docs/privacy.rst``, "Private PCA"); below the edge lie noise directions.
+    """
+    return int(min(cap, max(1, int(np.sum(np.asarray(eigenvalues) > tau)))))
 
 
 class DPPCA(PrivacyAccountingMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
@@ -82,9 +97,10 @@ class DPPCA(PrivacyAccountingMixin, ClassNamePrefixFeaturesOutMixin, Transformer
     0``) under replace-one neighbours, ``n_samples`` public. The noisy
     matrix is released by Analyze Gauss (Dwork, Talwar, Thakurta and Zhang
     2014, "Analyze Gauss: optimal bounds for privacy-preserving principal
-    component analysis", STOC, Algorithm 1 and Theorem 4), here with exact
-    discrete Gaussian noise on an integer grid (Canonne, Kamath and Steinke
-    2020, Theorem 14), or, for ``delta = 0``, discrete Laplace noise on the
+    component analysis", STOC, Algorithm 1), here with exact discrete
+    Gaussian noise on an integer grid; the guarantee rests on Canonne, Kamath
+    and Steinke 2020, Theorem 14 (discrete Gaussian noise is zCDP) with the
+    sensitivity derived in the docs, or, for ``delta = 0``, discrete Laplace noise on the
     L1 sensitivity (the geometric mechanism, Ghosh, Roughgarden and
     Sundararajan 2009); the eigenvectors, the choice of ``k`` and the
     projection are post-processing. ``docs/privacy.rst`` ("Private PCA")
@@ -97,10 +113,12 @@ class DPPCA(PrivacyAccountingMixin, ClassNamePrefixFeaturesOutMixin, Transformer
     Parameters
     ----------
     n_components : int or "auto", default="auto"
-        Number of components kept. ``"auto"``: :func:`auto_n_components`,
-        from ``n_samples``, ``n_features``, ``epsilon`` and ``delta`` (as
-        many directions as the noise lets stand out at best). An int must be
-        at most ``n_features`` (refused for free otherwise).
+        Number of components kept. ``"auto"``: the noisy eigenvalues above
+        the noise's spectral edge ``tau`` (public: from ``n_samples``,
+        ``n_features``, ``epsilon``, ``delta`` and ``data_norm``), at least
+        one and at most :func:`auto_n_components` (post-processing of the
+        release). An int must be at most ``n_features`` (refused for free
+        otherwise).
     epsilon : float, default=1.0
         Privacy parameter of the fit, > 0.
     delta : float, default=0.0
@@ -220,6 +238,7 @@ class DPPCA(PrivacyAccountingMixin, ClassNamePrefixFeaturesOutMixin, Transformer
         check_not_datetime(X)
         X = values_withheld(validate_data, self, X, dtype=FLOAT_DTYPES)
         self._n_components(*X.shape)  # refuses an int above n_features, for free
+        check_row_count(X.shape[0])  # public n: refused before the spend
         return X
 
     def _n_components(self, n, d):
@@ -232,10 +251,13 @@ class DPPCA(PrivacyAccountingMixin, ClassNamePrefixFeaturesOutMixin, Transformer
         return int(self.n_components)
 
     def _release(self, X, data_norm, epsilon, delta):
-        k = self._n_components(*X.shape)
+        n, d = X.shape
+        k = self._n_components(n, d)
         A, _, _ = noisy_second_moment(X, data_norm, epsilon, noise_source(self.random_state),
                                       delta=delta)
         values, vectors = np.linalg.eigh(A)
+        if self.n_components == "auto":  # post-processing: the noisy spectrum, public tau
+            k = above_noise(values, noise_spectral_norm(n, d, data_norm, epsilon, delta), k)
         order = np.argsort(values)[::-1][:k]
         components = vectors[:, order].T
         # A fixed sign per direction (largest entry positive), as scikit-learn's PCA.
@@ -251,8 +273,10 @@ class DPPCA(PrivacyAccountingMixin, ClassNamePrefixFeaturesOutMixin, Transformer
     def _stand_in(self, data):
         """Public stand-ins for a dry run (``dpsk.pipeline._dry``): the first ``k`` axes.
 
-        ``k`` is the public rule's, so the steps after see input of the
-        shape and row bound the real fit gives them; nothing is drawn or spent.
+        ``k`` is the declared number, or for ``"auto"`` the public cap
+        :func:`auto_n_components` (the real fit keeps at most that many): the
+        steps after see rows of that width and the real row bound. Nothing is
+        drawn or spent.
         """
         X, data_norm = data
         k = self._n_components(*X.shape)
