@@ -15,7 +15,6 @@ from sklearn.utils.validation import FLOAT_DTYPES, check_is_fitted, validate_dat
 from .._data._design import clip_rows
 from .._data._validation import check_not_datetime, finite_rows_advised, values_withheld
 from .._mixin import PrivacyAccountingMixin
-from ..accounting._events import ApproxDPEvent, PureDPEvent
 from ..accounting._ledger import BudgetAccountant
 from ..mechanisms._random import noise_source, validate_random_state
 from ..mechanisms._second_moment import (
@@ -196,10 +195,6 @@ class DPPCA(PrivacyAccountingMixin, ClassNamePrefixFeaturesOutMixin, Transformer
         self.data_norm = data_norm
         self.accountant = accountant
         self.random_state = random_state
-
-    def _privacy_event(self):
-        epsilon, delta = self._privacy_cost()
-        return PureDPEvent(epsilon) if delta == 0 else ApproxDPEvent(epsilon, delta)
 
     def fit(self, X, y=None):
         """Release the noisy second moment, keep its top eigenvectors; charge the ledger.
