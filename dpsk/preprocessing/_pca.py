@@ -137,9 +137,9 @@ class DPPCA(PrivacyAccountingMixin, ClassNamePrefixFeaturesOutMixin, Transformer
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components_, n_features_in_)
+    components_ : ndarray of shape (`n_components_`, `n_features_in_`)
         Orthonormal directions, by decreasing noisy eigenvalue (the release).
-    explained_variance_ : ndarray of shape (n_components_,)
+    explained_variance_ : ndarray of shape (`n_components_`,)
         The noisy eigenvalues of the kept directions (second moments, not
         centred; may be negative).
     n_components_ : int
@@ -292,7 +292,7 @@ class DPPCA(PrivacyAccountingMixin, ClassNamePrefixFeaturesOutMixin, Transformer
 
         Returns
         -------
-        X_new : ndarray of shape (n_samples, n_components_)
+        X_new : ndarray of shape (n_samples, `n_components_`)
             Rows of L2 norm at most ``row_norm_bound_``.
         """
         check_is_fitted(self, "components_")
