@@ -58,6 +58,8 @@ search       the default search (safe) and an explicit alpha grid against the un
 ledger       a stored ledger (BudgetAccountant.open): median time of one charge on SQLite
              (and PostgreSQL with --postgres URL), and a fit on Adult with a stored ledger
              against an in-memory one
+pca          digits: DPPCA + DPLogisticRegression vs DPLogisticRegression alone at the same
+             total (epsilon, delta), 5 folds, epsilon 1 and 2
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -98,11 +100,12 @@ COMMANDS = {
     "naive-bayes": ("bench_naive_bayes", "main"),
     "search": ("bench_search", "main"),
     "ledger": ("bench_ledger", "main"),
+    "pca": ("bench_pca", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "repeat", "multiclass", "beyond-erm",
              "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule", "weights",
-             "search-bound", "raw-tables", "naive-bayes", "search", "ledger")
+             "search-bound", "raw-tables", "naive-bayes", "search", "ledger", "pca")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "repeat",
             "multiclass", "beyond-erm", "alpha-rule", "weights", "search-bound", "naive-bayes",
             "search"}

@@ -245,8 +245,10 @@ AUDITED = [
 ]
 
 #: The noisy release: compared by shape and dtype only (``lower_``/``upper_``:
-#: the bounds PrivateBoundsScaler learns; ``class_prior_``: the noisy class prior).
-RELEASE = {"coef_", "intercept_", "lower_", "upper_", "class_prior_"}
+#: the bounds PrivateBoundsScaler learns; ``class_prior_``: the noisy class prior;
+#: ``components_``/``explained_variance_``: DPPCA's directions and noisy eigenvalues).
+RELEASE = {"coef_", "intercept_", "lower_", "upper_", "class_prior_", "components_",
+           "explained_variance_"}
 #: Public randomness drawn fresh at every fit (shape and dtype only).
 FRESH_PUBLIC = {"random_weights_"}
 #: Fitted values of parameters (``alpha_`` for ``alpha``, resolved by the alpha rule from

@@ -6,7 +6,8 @@ those statistics into the pipeline without any noise: the released pipeline is
 then not differentially private, whatever the final estimator guarantees. Most
 transformers here never learn from data; their parameters are declared by the
 user. :class:`PrivateBoundsScaler` learns clipping bounds, but privately: its
-fit is an epsilon-DP release charged to the ledger. Use
+fit is an epsilon-DP release charged to the ledger; :class:`DPPCA` learns
+principal directions from a noisy second moment, also charged. Use
 :func:`dpsk.check_pipeline` to find the steps of a pipeline that learn without noise.
 """
 
@@ -17,8 +18,9 @@ from ._bounds import (
     bounds_grid,
 )
 from ._data import BoundedScaler, RowNormClipper
+from ._pca import DPPCA, auto_n_components
 from ._table import TableEncoder, make_table_encoder, table_norm_bound
 
-__all__ = ["BoundedScaler", "PrivateBoundsScaler", "PrivateBoundsWarning", "RowNormClipper",
-           "TableEncoder", "bounds_epsilon_needed", "bounds_grid", "make_table_encoder",
-           "table_norm_bound"]
+__all__ = ["BoundedScaler", "DPPCA", "PrivateBoundsScaler", "PrivateBoundsWarning",
+           "RowNormClipper", "TableEncoder", "auto_n_components", "bounds_epsilon_needed",
+           "bounds_grid", "make_table_encoder", "table_norm_bound"]
