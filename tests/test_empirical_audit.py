@@ -346,15 +346,18 @@ def kernel():
 
 
 def _kernel_release(model, X, y, epsilon, delta, rng):
-    """DPKernelClassifier's release with the noise source given (its frequencies public)."""
-    import dpsk.kernel._random_features as kernel_module
+    """DPKernelClassifier's release with the noise source given (its frequencies public).
 
-    original = kernel_module.noise_source
-    kernel_module.noise_source = lambda random_state: rng
+    The kernel draws its noise in the linear models' shared fit, so the source is
+    swapped there."""
+    import dpsk.linear_model._base as shared_fit
+
+    original = shared_fit.noise_source
+    shared_fit.noise_source = lambda random_state: rng
     try:
         return model._release((X, y, np.array([-1, 1]), None), epsilon=epsilon, delta=delta)
     finally:
-        kernel_module.noise_source = original
+        shared_fit.noise_source = original
 
 
 # Robust logistic regression: the logistic derivative satisfies l'(m) + l'(-m) = -1,
