@@ -27,6 +27,7 @@ from .accounting import (
     PureDPEvent,
     default_accountant,
 )
+from .ensemble import DPRandomForestClassifier
 from .kernel import DPKernelClassifier
 from .linear_model import (
     DPHuberSVM,
@@ -46,6 +47,7 @@ from .pipeline import (
     warn_if_pipeline_leaks,
 )
 from .prediction import DPPredictionEnsemble, DPStabilityPredictor
+from .tree import DPDecisionTreeClassifier
 
 # The one place the version is written: pyproject.toml reads it (tool.setuptools.dynamic).
 __version__ = "0.1.0.dev0"
@@ -81,4 +83,6 @@ __all__ = [
     "DPGridSearch",
     "DPPredictionEnsemble",
     "DPStabilityPredictor",
+    "DPDecisionTreeClassifier",
+    "DPRandomForestClassifier",
 ]

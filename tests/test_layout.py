@@ -32,6 +32,8 @@ RANKS = {
     "dpsk._mixin": 6,
     "dpsk.linear_model": 7,
     "dpsk.kernel": 8,
+    "dpsk.tree": 7,
+    "dpsk.ensemble": 8,
     "dpsk.model_selection": 8,
     "dpsk.prediction": 9,
     "dpsk.utility": 9,

@@ -69,7 +69,9 @@ from dpsk import (
     DPHuberSVM,
     DPKernelClassifier,
     DPLinearSVC,
+    DPDecisionTreeClassifier,
     DPLogisticRegression,
+    DPRandomForestClassifier,
     DPRobustLogisticRegression,
     DPTiltedLogisticRegression,
     PrivateFitError,
@@ -216,13 +218,21 @@ AUDITED = [
            _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, norm="inf", delta=1e-5), 3),
     Config("svc-pure-3class", _simple(DPLinearSVC, alpha=0.1), 3),
     Config("svc-gaussian-binary", _simple(DPLinearSVC, alpha=0.1, delta=1e-5)),
+    # Trees: declared bounds (the far row is clipped to them); the structure is fresh
+    # public randomness, or follows the released split statistics (split_share > 0).
+    Config("tree-auto", _simple(DPDecisionTreeClassifier, bounds=(-1, 1))),
+    Config("forest-auto-3class", _simple(DPRandomForestClassifier, bounds=(-1, 1)), 3),
+    Config("forest-split-stats-disjoint",
+           _simple(DPRandomForestClassifier, bounds=(-1, 1), split_share=0.5,
+                   partition="disjoint", n_estimators=3, max_depth=2)),
 ]
 
 #: The noisy release: compared by shape and dtype only (``lower_``/``upper_``:
 #: the bounds PrivateBoundsScaler learns).
-RELEASE = {"coef_", "intercept_", "lower_", "upper_"}
+RELEASE = {"coef_", "intercept_", "lower_", "upper_", "leaf_counts_", "split_counts_",
+           "feature_weights_"}
 #: Public randomness drawn fresh at every fit (shape and dtype only).
-FRESH_PUBLIC = {"random_weights_"}
+FRESH_PUBLIC = {"random_weights_", "tree_feature_", "tree_threshold_"}
 #: Fitted values of parameters (``alpha_`` for ``alpha``, resolved by the alpha rule from
 #: public quantities and the parameter): compared exactly, except in the model
 #: DPGridSearch selected, where they are part of its selection.
@@ -414,6 +424,8 @@ WEIGHTED = [
     Config("weighted-robust-linf-3class",
            _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, norm="inf",
                    delta=1e-5), 3),
+    Config("weighted-forest-split-stats",
+           _simple(DPRandomForestClassifier, bounds=(-1, 1), split_share=0.5), 3),
 ]
 
 
@@ -452,6 +464,8 @@ def _release_bytes(model):
         model = model.best_estimator_
     if isinstance(model, Pipeline):
         model = model[-1]
+    if hasattr(model, "leaf_counts_"):
+        return model.leaf_counts_.tobytes()
     return model.coef_.tobytes() + model.intercept_.tobytes()
 
 
@@ -702,6 +716,8 @@ def test_random_state_modes(config):
     inner = [_final(m) for m in (seeded[0], other)]
     if hasattr(inner[0], "random_weights_"):
         np.testing.assert_array_equal(inner[0].random_weights_, inner[1].random_weights_)
+    if getattr(inner[0], "split_share_", None) == 0:  # a tree structure from public randomness
+        np.testing.assert_array_equal(inner[0].tree_threshold_, inner[1].tree_threshold_)
 
 
 def _final(model):
