@@ -46,6 +46,9 @@ UNIFORM_SHARE = 0.25
 #: drawn with probability at least ``FEATURE_SHARE / d``.
 FEATURE_SHARE = 0.5
 
+#: The weight of a feature grows as its separation to this power.
+RELEVANCE_POWER = 2.0
+
 # Rows routed at a time in prediction (bounds the (n_trees, rows) index arrays).
 _CHUNK = 8192
 
@@ -93,8 +96,8 @@ def split_maps(counts):
 
     The weight of a feature is its separation: the largest distance, over bin
     edges and classes, between one class's distribution function and the
-    average over classes, squared, normalised, then mixed with the uniform law
-    (share :data:`FEATURE_SHARE`).
+    average over classes, to the power :data:`RELEVANCE_POWER`, normalised,
+    then mixed with the uniform law (share :data:`FEATURE_SHARE`).
 
     Parameters
     ----------
@@ -118,7 +121,7 @@ def split_maps(counts):
     per_class = clipped.sum(axis=1, keepdims=True)
     conditional = np.cumsum(clipped / np.where(per_class > 0, per_class, 1.0), axis=1)
     separation = np.abs(conditional - conditional.mean(axis=2, keepdims=True)).max(axis=(1, 2))
-    score = separation**2
+    score = separation**RELEVANCE_POWER
     if score.sum() > 0:
         score = score / score.sum()
     else:
