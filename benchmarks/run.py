@@ -46,6 +46,9 @@ weights      generated family with 5% positives: class_weight from the declared 
              vs no weights (balanced accuracy), epsilon 0.5/1/2
 search-bound no data: what a search over multiples of the alpha rule can gain and what its
              budget split costs, by the rule's own excess-risk bound
+ledger       a stored ledger (BudgetAccountant.open): median time of one charge on SQLite
+             (and PostgreSQL with --postgres URL), and a fit on Adult with a stored ledger
+             against an in-memory one
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -82,11 +85,12 @@ COMMANDS = {
     "alpha-rule": ("bench_alpha_rule", "main"),
     "weights": ("bench_weights", "main"),
     "search-bound": ("bench_search_bound", "main"),
+    "ledger": ("bench_ledger", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "repeat", "multiclass", "beyond-erm",
              "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule", "weights",
-             "search-bound")
+             "search-bound", "ledger")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "repeat",
             "multiclass", "beyond-erm", "alpha-rule", "weights", "search-bound"}
 

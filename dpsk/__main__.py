@@ -1,6 +1,8 @@
 """``python -m dpsk``: test error against epsilon on the embedded Adult data.
 
 See ``DESCRIPTION`` (what ``python -m dpsk --help`` prints, as plain text).
+``python -m dpsk ledger show|export PATH-or-URL`` reads a stored ledger instead
+(:mod:`dpsk.accounting._cli`).
 """
 
 import argparse
@@ -14,6 +16,7 @@ from sklearn.model_selection import train_test_split
 from . import BudgetAccountant, DPHuberSVM, DPLogisticRegression
 from ._optimize._binary import minimize_regularized_loss
 from ._optimize._losses import HuberLoss
+from .accounting import _cli
 from .datasets import load_adult
 
 EPSILONS = (0.01, 0.05, 0.1, 0.5, 1.0)
@@ -40,6 +43,9 @@ non-private models at the private models' own alphas (the like-for-like
 comparison: at these alphas the Huber loss beats the logistic loss, private or
 not), and non-private logistic regression at the alpha that does best on a
 validation split of the training rows (what a non-private model can reach).
+
+To read a privacy ledger kept in a database instead:
+python -m dpsk ledger show|export PATH-or-URL (see python -m dpsk ledger --help).
 """
 
 
@@ -79,6 +85,9 @@ def make_model(name, epsilon, accountant, seed):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["ledger"]:
+        return _cli.main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m dpsk", description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter)

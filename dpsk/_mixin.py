@@ -91,8 +91,9 @@ class PrivacyAccountingMixin:
         """Record this fit's release on ``accountant``, as its privacy event."""
         # The event, not the pair: the ledger composes it by its mechanism. The
         # spend checks the budget again, under the ledger's lock, so concurrent
-        # fits cannot overspend together.
-        accountant.spend(event)
+        # fits cannot overspend together. ``source``: the history records this
+        # class and its public parameters, nothing else of the fit.
+        accountant.spend(event, source=self)
 
     def _fit_with_budget(self, validate, release, *args):
         """Check, validate (free), spend, release (charged), attach.

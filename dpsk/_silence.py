@@ -11,7 +11,8 @@ to the last exit, whichever threads they come from.
 
 :func:`muted` does the same for output: stdout, stderr and logging. A search
 uses it around its inner fits, whose printed lines could count its secret
-number of runs.
+number of runs. :func:`one_process` keeps those fits from starting joblib
+pools of their own, whose folders and workers could count the runs too.
 """
 
 import logging
@@ -22,8 +23,9 @@ import warnings
 from contextlib import contextmanager
 
 import numpy as np
+from joblib import parallel_config
 
-__all__ = ["silenced", "muted"]
+__all__ = ["silenced", "muted", "one_process"]
 
 _LOCK = threading.Lock()
 _STATE = {"depth": 0, "filters": None}
@@ -161,3 +163,23 @@ def console_stderr():
             if fd is None:  # descriptor 2 was closed: nothing can reach a console
                 return open(os.devnull, "w")  # noqa: SIM115 - the caller closes it
         return os.fdopen(os.dup(fd), "w", buffering=1)
+
+
+@contextmanager
+def one_process():
+    """Run every joblib call inside the block sequentially, in this thread.
+
+    A search's inner fits may ask for parallelism of their own (a candidate's
+    ``n_jobs=2``, or ``joblib.parallel_config(n_jobs=2)`` around the search).
+    Each such ``joblib.Parallel`` call would start its own pool, and with a
+    design over joblib's ``max_nbytes`` its own memory-mapping folder (under
+    ``/dev/shm``, named with the process id, readable by other local users),
+    once per run: a listing would count the search's secret number of runs.
+    Under the ``"sequential"`` backend the same calls run in the calling
+    thread and create nothing. The setting is thread-local, so the search's
+    own pool (entered outside the block) keeps the user's backend. A step that
+    names a backend explicitly (``Parallel(backend="loky")``) is not covered;
+    none of dpsk's does.
+    """
+    with parallel_config(backend="sequential"):
+        yield

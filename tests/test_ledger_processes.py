@@ -47,8 +47,14 @@ def data():
 
 
 def _child_fit(X, y, accountant):
+    _exit_with_outcome(lambda: DPLogisticRegression(
+        epsilon=1.0, accountant=accountant, random_state=0).fit(X, y))
+
+
+def _exit_with_outcome(fit):
+    """End this (child) process with the exit code of what ``fit()`` did."""
     try:
-        DPLogisticRegression(epsilon=1.0, accountant=accountant, random_state=0).fit(X, y)
+        fit()
         code = _OK
     except BudgetExceededError:
         code = _EXCEEDED

@@ -444,3 +444,144 @@ def test_console_stderr_reaches_the_real_console_inside_a_muted_block():
         os.close(write_end)
     with os.fdopen(read_end) as pipe:
         assert pipe.read() == "elapsed 3s\n"
+
+
+# -- shared memory and joblib's folders (issue 34, break 1) -------------------------------
+# A design over joblib's max_nbytes (1 MB): a pool started for it memory-maps it into a
+# folder of its own, under /dev/shm (named with the process id) or JOBLIB_TEMP_FOLDER.
+BIG_SHAPE = (11_000, 13)
+
+
+@pytest.fixture(scope="module")
+def big_data():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal(BIG_SHAPE)
+    X /= np.linalg.norm(X, axis=1, keepdims=True).max()
+    y = (X[:, 0] + 0.1 * rng.standard_normal(BIG_SHAPE[0]) > 0).astype(int)
+    assert X.nbytes > 1_000_000
+    return X, y
+
+
+class ShmWatcher(Watcher):
+    """Counts the entries that appear during a search: everything in a private joblib
+    temp folder, and the entries of /dev/shm that carry this process's id (other
+    processes of the machine write there too)."""
+
+    def __init__(self, temp_folder):
+        super().__init__([])
+        self.temp_folder, self.pid = temp_folder, str(os.getpid())
+        self.seen = set()
+
+    def listing(self):
+        entries = {os.path.join(root, n) for root, dirs, names in os.walk(self.temp_folder)
+                   for n in dirs + names}
+        if os.path.isdir("/dev/shm"):
+            entries.update(os.path.join("/dev/shm", n) for n in os.listdir("/dev/shm")
+                           if self.pid in n)
+        return entries
+
+    def run(self):
+        while not self.stop.is_set():
+            self.seen.update(self.listing())
+            time.sleep(0.0005)
+
+    def __enter__(self):
+        self.before = self.listing()  # what earlier pools left: not this search's doing
+        return super().__enter__()
+
+    def new(self):
+        return self.seen - self.before
+
+
+def force_any_runs(monkeypatch, method, n_runs):
+    """Fix the secret number of runs of ``method`` (disjoint has none: m runs)."""
+    if method == "random-stopping":
+        force_runs(monkeypatch, n_runs)
+    elif method == "repeat":
+        from dpsk.model_selection import _repeat
+        monkeypatch.setattr(_repeat, "truncated_negative_binomial", lambda *a: n_runs)
+
+
+def _entries_during(search, X, y, temp_folder):
+    settle()
+    with ShmWatcher(temp_folder) as watcher:
+        search.fit(X, y)
+    return len(watcher.new())
+
+
+#: setup: (the candidate's parameters, the user's parallel_config, whether the search's
+#: own pool may leave files: a process pool does, once, whatever the number of runs)
+INNER_PARALLELISM = {
+    # the candidate asks for two workers; the search itself runs in this thread
+    "estimator n_jobs=2": (dict(n_jobs=2), dict(), False),
+    # every parameter at its default, inside a parallel_config of the user's
+    "parallel_config(n_jobs=2)": (dict(), dict(n_jobs=2), True),
+    "threads, n_jobs=2 inside": (dict(n_jobs=2), dict(backend="threading", n_jobs=2), False),
+}
+
+
+@pytest.mark.parametrize("method", ["repeat", "random-stopping", "disjoint"])
+@pytest.mark.parametrize("setup", sorted(INNER_PARALLELISM))
+def test_inner_parallelism_leaves_no_folder_counting_the_runs(big_data, monkeypatch, tmp_path,
+                                                              method, setup):
+    X, y = big_data
+    estimator_params, config, own_pool_files = INNER_PARALLELISM[setup]
+    temp_folder = tmp_path / "joblib"
+    temp_folder.mkdir()
+    monkeypatch.setenv("JOBLIB_TEMP_FOLDER", str(temp_folder))
+    def search():
+        return DPGridSearch(DPLogisticRegression(classes=[0, 1], **estimator_params),
+                            {"alpha": [1e-2, 1e-1]}, epsilon=EPSILON, method=method,
+                            refit=method != "repeat", accountant=BudgetAccountant())
+
+    seen = {}
+    with joblib.parallel_config(**config):
+        search().fit(X, y)  # warm-up: a pool's one-off files
+        for n_runs in (1, 5, 1):
+            force_any_runs(monkeypatch, method, n_runs)
+            seen.setdefault(n_runs, set()).add(_entries_during(search(), X, y, temp_folder))
+    assert seen[1] == seen[5] and len(seen[1]) == 1, seen
+    if not own_pool_files:
+        assert seen[1] == {0}, seen  # no process pool at all: nothing was created
+
+
+def test_the_shm_watch_sees_inner_pools_when_they_are_made(big_data, monkeypatch, tmp_path):
+    """Power: without ``one_process`` each run's inner pool leaves its folder."""
+    from contextlib import nullcontext
+
+    from dpsk.model_selection import _repeat
+    X, y = big_data
+    temp_folder = tmp_path / "joblib"
+    temp_folder.mkdir()
+    monkeypatch.setenv("JOBLIB_TEMP_FOLDER", str(temp_folder))
+    monkeypatch.setattr(_repeat, "one_process", nullcontext)
+    counts = []
+    for n_runs in (1, 4):
+        force_any_runs(monkeypatch, "repeat", n_runs)
+        search = DPGridSearch(DPLogisticRegression(classes=[0, 1], n_jobs=2),
+                              {"alpha": [1e-2, 1e-1]}, epsilon=EPSILON, method="repeat",
+                              accountant=BudgetAccountant())
+        counts.append(_entries_during(search, X, y, temp_folder))
+    assert counts[1] > counts[0], counts
+
+
+def test_one_process_is_thread_local():
+    """The search's own pool, entered outside the block in another thread, keeps its
+    backend while a run in this thread is forced to be sequential."""
+    from dpsk._silence import one_process
+    inside, release, backends = threading.Event(), threading.Event(), {}
+
+    def other():
+        with one_process():
+            backends["run"] = type(joblib.parallel.get_active_backend()[0]).__name__
+            inside.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    inside.wait(10)
+    with joblib.parallel_config(backend="threading"):
+        backends["own"] = type(joblib.parallel.get_active_backend()[0]).__name__
+    release.set()
+    thread.join()
+    assert backends == {"run": "SequentialBackend", "own": "ThreadingBackend"}

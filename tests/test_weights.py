@@ -592,3 +592,36 @@ def test_grid_search_over_class_weight():
     search = _search("disjoint", acc, class_weight=[None, {0: 0.2}])
     search.fit(X, y)
     assert acc.total()[0] == pytest.approx(1.0)
+
+
+# -- class_weight without declared classes (issue 34, finding 2) ---------------------------
+@pytest.mark.parametrize("make", [
+    lambda **kw: DPLogisticRegression(**kw),
+    lambda **kw: DPHuberSVM(**kw),
+    lambda **kw: DPLinearSVC(**kw),
+    lambda **kw: DPRobustLogisticRegression(**kw),
+    lambda **kw: DPKernelClassifier(n_components=8, **kw),
+    lambda **kw: DPGridSearch(DPLogisticRegression(**kw), {"alpha": [0.1, 1.0]}),
+], ids=["logistic", "huber", "svc", "robust", "kernel", "search"])
+def test_class_weight_without_declared_classes_is_refused_whatever_the_labels(make):
+    # With classes=None, a key missing from y was refused for free and a key present
+    # fitted and was charged: a noise-free bit about the data set. Now every dict is
+    # refused the same way, before the labels are read.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.5, 0.5, size=(60, 2))
+    outcomes = set()
+    for labels in ([0, 1], [0, 2], [0, 1, 2]):
+        y = np.resize(labels, 60)
+        acc = BudgetAccountant()
+        estimator = make(class_weight={2: 0.5})
+        estimator.set_params(accountant=acc)
+        with pytest.raises(ValueError, match="class_weight needs declared classes") as info:
+            estimator.fit(X, y)
+        assert acc.events == []
+        outcomes.add(str(info.value))
+    assert len(outcomes) == 1
+    # Declared classes: the same weights fit.
+    acc = BudgetAccountant()
+    DPLogisticRegression(classes=[0, 1, 2], class_weight={2: 0.5}, accountant=acc).fit(
+        X, np.resize([0, 1, 2], 60))
+    assert len(acc.events) == 1

@@ -26,7 +26,7 @@ __all__ = ["check_classes",
            "resolve_classes", "check_not_datetime", "binary_targets",
            "ClassesFromDataWarning", "values_withheld", "warn_if_classes_undeclared",
            "warn_if_column_vector", "refuse_fit_params", "check_sample_weight",
-           "class_weight_table", "row_weights"]
+           "check_class_weight_declared", "class_weight_table", "row_weights"]
 
 
 class ClassesFromDataWarning(UserWarning):
@@ -176,6 +176,23 @@ _BALANCED_REFUSED = (
     "instead, e.g. class_weight={0: 0.05, 1: 0.95} when about 5% of rows are positive; "
     "dpsk rescales them so that the largest is 1. Nothing was spent."
 )
+
+
+_CLASS_WEIGHT_NEEDS_CLASSES = (
+    "class_weight needs declared classes (classes=[...]). With classes=None the classes "
+    "are read from y, and whether each key of class_weight is among them would be a "
+    "noise-free fact about the whole data set. Declare the classes. Nothing was spent."
+)
+
+
+def check_class_weight_declared(class_weight, classes):
+    """Refuse (free) a ``class_weight`` that is not None without declared ``classes``.
+
+    The refusal depends on the two parameters only, never on the labels: with
+    ``classes=None`` every dict is refused, whichever labels ``y`` holds.
+    """
+    if class_weight is not None and classes is None:
+        raise ValueError(_CLASS_WEIGHT_NEEDS_CLASSES)
 
 
 def class_weight_table(class_weight, classes):

@@ -8,7 +8,9 @@ mechanism with noise multiplier ``sigma`` composes much better than the
 recorded as an immutable event, and the pair is derived from it.
 
 Events are frozen dataclasses: hashable, picklable, comparable, and they cross
-process boundaries as small JSON objects (see :mod:`dpsk.accounting._journal`).
+process boundaries, and go into a stored ledger, as small JSON objects
+(:mod:`dpsk.accounting._journal`, :mod:`dpsk.accounting._store`) that read back
+to equal events.
 """
 
 import math
@@ -414,11 +416,11 @@ _KINDS = {
 
 
 def _event_from_dict(data):
-    """Inverse of ``PrivacyEvent._to_dict`` (the journal's wire format)."""
+    """Inverse of ``PrivacyEvent._to_dict`` (how journals and stores write events)."""
     data = dict(data)
     kind = data.pop("kind", None)
     if kind not in _KINDS:
-        raise ValueError(f"Unknown privacy event kind {kind!r} in a ledger journal.")
+        raise ValueError(f"Unknown privacy event kind {kind!r} in a ledger.")
     return _KINDS[kind](**data)
 
 

@@ -43,9 +43,11 @@ approximate-DP part is paid out of ``delta_A``, fixed in advance.
 """
 
 import math
+from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 
-__all__ = ["ORDERS", "RenyiFilter", "event_terms"]
+__all__ = ["ORDERS", "FilterState", "RenyiFilter", "event_terms"]
 
 # Renyi orders the filter may enforce at: fixed for every budget, so nothing
 # about the releases chooses them. The weights (below) depend on the budget only.
@@ -196,16 +198,7 @@ class RenyiFilter:
                             / (alpha - 1.0) for alpha, weight in zip(ORDERS, raw)]
 
     def _sums(self, events):
-        sums = [0.0] * len(ORDERS)
-        pure, pair = [], []
-        for event in events:
-            if event.cost == (0.0, 0.0):
-                continue
-            curve, max_div, pair_delta = event_terms(event)
-            sums = [a + b for a, b in zip(sums, curve)]
-            pure.append(max_div)
-            pair.append(pair_delta)
-        return sums, math.fsum(pure), math.fsum(pair)
+        return FilterState.of(events).totals()
 
     def _epsilon_of(self, sums, pure):
         return min([pure] + [s + o for s, o in zip(sums, self.offsets)])
@@ -214,20 +207,31 @@ class RenyiFilter:
         return (eps <= self.epsilon * (1 + _RTOL) + 1e-15
                 and pair <= self.approx_delta * (1 + _RTOL) + 1e-300)
 
+    def _totals(self, events):
+        if isinstance(events, FilterState):
+            return events.totals()
+        return self._sums(events)
+
     def state(self, events):
         """``(epsilon, pair_delta)``: the filter's epsilon of ``events`` (the
-        smallest ``e_alpha``, ``inf`` included) and the pair deltas they draw."""
-        sums, pure, pair = self._sums(events)
+        smallest ``e_alpha``, ``inf`` included) and the pair deltas they draw.
+
+        ``events`` is a sequence of events, oldest first, or their
+        :class:`FilterState` (the same answer, to the last bit).
+        """
+        sums, pure, pair = self._totals(events)
         return self._epsilon_of(sums, pure), pair
 
     def accepts(self, events):
-        """Whether the filter lets ``events`` (oldest first) all run."""
+        """Whether the filter lets ``events`` (oldest first, or their
+        :class:`FilterState`) all run."""
         return self._within(*self.state(events))
 
     def remaining(self, events):
         """``(epsilon, delta)``: the largest epsilon of one more generic pure
-        release the filter accepts, and the pair delta still unspent."""
-        sums, pure, pair = self._sums(events)
+        release the filter accepts, and the pair delta still unspent (after
+        ``events``, or their :class:`FilterState`)."""
+        sums, pure, pair = self._totals(events)
         left_delta = max(self.approx_delta - pair, 0.0)
 
         def fits(eps):
@@ -247,3 +251,53 @@ class RenyiFilter:
                 break
         # Below the comparison's float slack, nothing is left in fact.
         return (lo if lo > 10 * _RTOL * self.epsilon else 0.0), left_delta
+
+
+@dataclass(frozen=True)
+class FilterState:
+    """What the filter knows of a sequence of events: all it needs to decide.
+
+    The state is what a ledger keeps (and a stored ledger writes, in the
+    transaction of each spend) instead of reading every event again:
+
+    * ``orders``: for each order of :data:`ORDERS`, the sum of the events'
+      curves, added in the order of the events (float additions, as the
+      filter has always made them, so the decisions are bit for bit those of
+      the list of events);
+    * ``loss``: the exact sum of the loss bounds (a :class:`~fractions.Fraction`,
+      or ``inf`` once a Gaussian release is in);
+    * ``pair``: the exact sum of the pair deltas.
+
+    The two exact sums round to what :func:`math.fsum` of the list gives
+    (both are the correctly rounded exact sum). Releases that cost nothing are
+    skipped, as the filter skips them.
+    """
+
+    orders: tuple = (0.0,) * len(ORDERS)
+    loss: object = Fraction(0)
+    pair: Fraction = Fraction(0)
+
+    @classmethod
+    def of(cls, events):
+        """The state of ``events`` (oldest first) from the empty one."""
+        state = cls()
+        for event in events:
+            state = state.plus(event)
+        return state
+
+    def plus(self, event):
+        """The state after one more ``event``."""
+        if event.cost == (0.0, 0.0):
+            return self
+        curve, max_div, pair_delta = event_terms(event)
+        if self.loss == math.inf or math.isinf(max_div):
+            loss = math.inf
+        else:
+            loss = self.loss + Fraction(max_div)
+        return FilterState(tuple(a + b for a, b in zip(self.orders, curve)),
+                           loss, self.pair + Fraction(pair_delta))
+
+    def totals(self):
+        """``(sums, pure, pair)``: the per-order sums (a list), and the sums of the
+        loss bounds and of the pair deltas, as floats."""
+        return list(self.orders), float(self.loss), float(self.pair)

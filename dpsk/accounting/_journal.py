@@ -51,6 +51,10 @@ _FIX = (
     "`estimator.set_params(accountant=BudgetAccountant(...))`, or "
     "`set_params(accountant=None)` for the default ledger."
 )
+_KEEP = (
+    " A budget that outlives the process that holds it is a stored ledger: "
+    "`BudgetAccountant.open(path, epsilon=...)`."
+)
 
 
 class LedgerUnreachableError(RuntimeError):
@@ -134,8 +138,9 @@ class _Journal:
         self.host = host
 
     @classmethod
-    def create(cls, events):
-        """Write a new journal owned by this process, holding ``events``."""
+    def create(cls, entries):
+        """Write a new journal owned by this process, holding ``entries``
+        (``(event, meta)`` pairs, oldest first)."""
         _require_locks()
         pid = os.getpid()
         start = _process_state(pid)[1]
@@ -145,7 +150,7 @@ class _Journal:
                   "journal_id": journal_id, "host": host}
         with os.fdopen(fd, "w") as handle:
             handle.write(json.dumps(header) + "\n")
-            handle.writelines(json.dumps(e._to_dict()) + "\n" for e in events)
+            handle.writelines(_line(entry) for entry in entries)
             handle.flush()
             os.fsync(handle.fileno())
         return cls(path, pid, start, journal_id, host)
@@ -183,18 +188,28 @@ class _Journal:
         if self.host is not None and self.host != _host_identity():
             return self._remote_problem()
         if not _owner_alive(self.owner_pid, self.owner_start):
+            if not os.path.exists(self.path):
+                # The owner closed its ledger (removed the journal) and then ended.
+                return (
+                    f"This BudgetAccountant is a copy of a ledger owned by process "
+                    f"{self.owner_pid}, which has ended; it closed the ledger and removed "
+                    f"its journal ({self.path}), so the ledger no longer exists and spends "
+                    "through this copy are refused. " + _FIX + _KEEP
+                )
             return (
                 f"This BudgetAccountant is a copy of a ledger owned by process "
                 f"{self.owner_pid}, which has ended without closing it (killed?). Its "
                 f"journal ({self.path}) is orphaned: a spend recorded there would reach "
                 "no ledger anybody holds, so spends are refused and the journal is left "
-                "as it was. " + _FIX
+                "as it was. " + _FIX + _KEEP
             )
         if not os.path.exists(self.path):
+            # The owner runs, but the ledger this copy was made from is gone.
             return (
-                "This BudgetAccountant is a copy of a ledger whose journal no longer "
-                f"exists ({self.path}): the process that owned it has ended. Spends "
-                "through this copy cannot be recorded, so they are refused. " + _FIX
+                "This BudgetAccountant is a copy of a ledger that no longer exists: its "
+                f"owner, process {self.owner_pid}, dropped it and removed its journal "
+                f"({self.path}). Spends through this copy cannot be recorded, so they are "
+                "refused. " + _FIX + _KEEP
             )
         return self._id_problem()
 
@@ -222,9 +237,10 @@ class _Journal:
 
     @contextmanager
     def locked(self):
-        """Hold the journal exclusively; yield ``(events, append)``.
+        """Hold the journal exclusively; yield ``(entries, append)``.
 
-        ``append(event)`` writes one event and makes it durable before returning.
+        ``entries`` are the recorded ``(event, meta)`` pairs; ``append(entry)``
+        writes one and makes it durable before returning.
         """
         _require_locks()
         problem = self.problem()
@@ -248,29 +264,40 @@ class _Journal:
                 if problem is not None:
                     raise LedgerUnreachableError(problem)
                 lines = handle.read().splitlines()
-                events = self._parse(lines[1:])
+                entries = self._parse(lines[1:])
 
-                def append(event):
+                def append(entry):
                     handle.seek(0, os.SEEK_END)
-                    handle.write(json.dumps(event._to_dict()) + "\n")
+                    handle.write(_line(entry))
                     handle.flush()
                     os.fsync(handle.fileno())
-                    events.append(event)
+                    entries.append(entry)
 
-                yield events, append
+                yield entries, append
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def _parse(self, lines):
         try:
-            return [_event_from_dict(json.loads(line)) for line in lines if line.strip()]
-        except (ValueError, TypeError):
+            return [_entry(json.loads(line)) for line in lines if line.strip()]
+        except (ValueError, TypeError, AttributeError):
             # A half-written line means a writer died mid-spend: its cost is
             # unknown, so nothing can be checked against this ledger any more.
             raise LedgerUnreachableError(
                 f"The ledger journal {self.path} is damaged (a process died while "
                 "writing to it), so its total is unknown and spends are refused. " + _FIX
             ) from None
+
+
+def _line(entry):
+    """One journal line: the event's fields, and its meta record under ``"meta"``."""
+    event, meta = entry
+    return json.dumps({**event._to_dict(), "meta": meta}) + "\n"
+
+
+def _entry(data):
+    meta = data.pop("meta", None)
+    return _event_from_dict(data), meta
 
 
 def _remove_owned(path, owner_pid):

@@ -37,11 +37,16 @@ from ._composition import _check_method, compose_epsilon
 from ._context import default_accountant
 from ._events import _KINDS, PrivacyEvent, _as_event
 from ._filter import RenyiFilter
+from ._history import export_rows, history_rows, release_meta, rows_frame
 from ._journal import LedgerUnreachableError, _Journal, _remove_owned
+from ._open import make_store, reattach
+from ._store import LedgerStoreError
+from ._tally import Held, Tally
 
 __all__ = [
     "BudgetAccountant",
     "BudgetExceededError",
+    "LedgerStoreError",
     "LedgerUnreachableError",
     "PrivacyBudgetWarning",
     "default_accountant",
@@ -213,9 +218,16 @@ class BudgetAccountant:
         self._epsilon, self._delta = epsilon, delta
         self._composition = composition
         self._approx_delta = self._check_approx_delta(approx_delta)
+        self._start_empty()
+
+    def _start_empty(self):
+        """An empty ledger in memory, owned by this process."""
         self._filter = None
-        self._events = []
+        self._records = []  # (event, meta) pairs, oldest first
+        self._tally = Tally.empty(self._approx_delta is not None)
         self._journal = None
+        self._store = None
+        self._label = None
         self._home_pid = os.getpid()
         self._lock = threading.RLock()
         _LEDGERS.add(self)
@@ -267,18 +279,129 @@ class BudgetAccountant:
             self._filter = RenyiFilter(self._epsilon, self._delta, self._approx_delta)
         return self._filter
 
+    # -- stored ledgers -------------------------------------------------------------------
+    @classmethod
+    def open(cls, where, epsilon=None, delta=None, *, composition=None, approx_delta=None,
+             label=None, read_only=False):
+        """Open a ledger kept in a database, creating it with the budget given.
+
+        The budget of a data set is spent over weeks, by several people and
+        processes; a stored ledger keeps it. Its events, running totals (the
+        privacy filter's state included) and a history of who spent what stay
+        in the database, and every spend is one transaction there: checked
+        against the budget and committed before the release exists. See
+        :doc:`/team`.
+
+        Parameters
+        ----------
+        where : str or path-like
+            A file path or ``sqlite:///path`` URL: a SQLite file (the standard
+            library's ``sqlite3``; nothing to install). Or a
+            ``postgresql://user@host:port/database`` URL, for a team
+            (``pip install dpsk[postgres]``).
+        epsilon, delta, composition, approx_delta : optional
+            The budget, as for :class:`BudgetAccountant`. A new ledger needs
+            ``epsilon`` (``delta`` defaults as there; ``composition`` to
+            ``"basic"``). An existing ledger keeps the budget it was created
+            with: each value given must equal the stored one (else ValueError),
+            and those left out are read from it.
+        label : str or None, default=None
+            Written with every release spent through this object and its
+            copies (for example the analyst and the purpose), in the history.
+        read_only : bool, default=False
+            Only read (totals, ``events``, :meth:`history`); spends are refused.
+            Works on read-only files, and never creates or upgrades a ledger.
+
+        Returns
+        -------
+        BudgetAccountant
+            A ledger like any other: estimators, pipelines, searches, clones,
+            pickles and worker processes spend through it.
+
+        Raises
+        ------
+        ValueError
+            If ``where`` is neither a path nor a known URL, or a budget value
+            given differs from the stored one.
+        LedgerStoreError
+            If there is no ledger at ``where`` and no ``epsilon`` was given; or
+            the ledger is damaged, written by a newer dpsk, read-only (unless
+            ``read_only``), or its server cannot be reached. Nothing is created,
+            repaired or reset then.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from dpsk import BudgetAccountant
+        >>> path = os.path.join(tempfile.mkdtemp(), "adult.db")
+        >>> acc = BudgetAccountant.open(path, epsilon=3.0, label="doctest")
+        >>> acc.spend(0.5).total()
+        (0.5, 0.0)
+        >>> BudgetAccountant.open(path).remaining()   # another day, another process
+        (2.5, 0.0)
+        >>> import shutil; shutil.rmtree(os.path.dirname(path))
+        """
+        if label is not None and not isinstance(label, str):
+            raise TypeError(f"label must be a string or None, got {type(label).__name__}.")
+        store = make_store(where, read_only=read_only)
+        request = None
+        if epsilon is not None:
+            # Validated (and warned about) as any budget; used only if the store is new.
+            probe = cls(epsilon, delta, composition=composition or "basic",
+                        approx_delta=approx_delta)
+            _LEDGERS.discard(probe)
+            request = (probe._epsilon, probe._delta, probe._composition, probe._approx_delta)
+        store.attach(request)
+        _refuse_conflicts(store, epsilon=epsilon, delta=delta, composition=composition,
+                          approx_delta=approx_delta)
+        return cls._on_store(store, label)
+
+    @classmethod
+    def _on_store(cls, store, label):
+        """A ledger object spending through ``store`` (its budget already read)."""
+        self = cls.__new__(cls)
+        self._epsilon, self._delta, self._composition, self._approx_delta = store.budget
+        if self._composition in ("pld", "rdp"):
+            from ._composition import _import_dp_accounting
+
+            _import_dp_accounting()
+        self._start_empty()
+        self._records = self._tally = None
+        self._store, self._label = store, label
+        weakref.finalize(self, store.close)
+        return self
+
+    @property
+    def location(self):
+        """Where a stored ledger lives (a path, or a URL without its password);
+        None for a ledger in memory."""
+        return None if self._store is None else self._store.describe()
+
+    @property
+    def label(self):
+        """The label written with each release spent through this object (or None)."""
+        return self._label
+
     # -- the ledger ---------------------------------------------------------------
     @contextmanager
-    def _ledger(self):
-        """Hold the ledger exclusively; yield ``(events, append)``.
+    def _ledger(self, write=True):
+        """Hold the ledger; yield a :class:`~dpsk.accounting._tally.Held`.
 
-        Without a journal the events live in memory. With one, they are read
-        from the journal under an exclusive file lock; ``append`` writes there.
+        In memory, the events and the tally are this object's. With a journal,
+        they are read from it under an exclusive file lock, and recording
+        writes there. With a store, the ``with`` block is one transaction
+        (holding the write lock when ``write``), committed when it ends.
         """
         with self._lock:
-            if self._journal is not None:
-                with self._journal.locked() as held:
+            if self._store is not None:
+                with self._store.hold(write) as held:
                     yield held
+                return
+            if self._journal is not None:
+                with self._journal.locked() as (entries, append):
+                    tally = Tally.of([event for event, _ in entries],
+                                     self._approx_delta is not None)
+                    yield Held(tally, entries, lambda new, _: [append(x) for x in new])
                 return
             if os.getpid() != self._home_pid:
                 # A fork copied the in-memory events but could not move them to
@@ -289,11 +412,22 @@ class BudgetAccountant:
                     "ledger; they are refused. Pass the ledger to the child explicitly "
                     "(pickling it shares it), or use a ledger created in this process."
                 )
-            yield self._events, self._events.append
+            yield Held(self._tally, self._records, self._append_in_memory)
+
+    def _append_in_memory(self, entries, tally):
+        self._records.extend(entries)
+        self._tally = tally
+
+    def _as_tally(self, events):
+        if isinstance(events, Tally):
+            return events
+        return Tally.of(events, self._approx_delta is not None)
 
     def _fits(self, events, new):
-        """Whether the releases ``events`` followed by ``new`` (a list) may all run."""
-        combined = list(events) + list(new)
+        """Whether the releases ``events`` (a list, or their Tally) followed by
+        ``new`` (a list) may all run."""
+        before = self._as_tally(events)
+        after = before.plus_all(new)
         renyi = self._renyi_filter()
         if renyi is not None:
             # No "or basic composition fits": taking the better of two rules
@@ -302,9 +436,9 @@ class BudgetAccountant:
             # before any output exists, so its own exact (epsilon, delta) may
             # pay for it; the filter then refuses everything after it unless it
             # accepts the whole sequence (docs/accounting.rst, "A first release").
-            return renyi.accepts(combined) or (not events and len(new) == 1
-                                               and self._fits_alone(new[0]))
-        eps, delta = self._spent(combined)
+            return renyi.accepts(after.filter) or (before.count == 0 and len(new) == 1
+                                                   and self._fits_alone(new[0]))
+        eps, delta = after.spent()
         limit_eps = self._epsilon * (1 + _BUDGET_RTOL) + 1e-15
         limit_delta = self._delta * (1 + _BUDGET_RTOL) + 1e-15
         return eps <= limit_eps and delta <= limit_delta
@@ -316,23 +450,26 @@ class BudgetAccountant:
         return event.epsilon <= limit_eps and event.delta <= limit_delta
 
     def _raise_exceeded(self, events, new):
-        """Raise the refusal of ``new`` after ``events``, quoting what was compared."""
+        """Raise the refusal of ``new`` after ``events`` (or their Tally), quoting
+        what was compared."""
+        before = self._as_tally(events)
+        after = before.plus_all(new)
         eps, delta = self._spent(new)
         what = (f"this release (epsilon={eps:g}, delta={delta:g})" if len(new) == 1 else
                 f"a batch of {len(new)} releases (epsilon={eps:g}, delta={delta:g} in sum)")
         budget = f"(epsilon={self._epsilon:g}, delta={self._delta:g})"
         renyi = self._renyi_filter()
         if renyi is None:
-            after_eps, after_delta = self._spent(list(events) + list(new))
-            compared = (f"by basic composition, {len(events)} earlier releases and "
+            after_eps, after_delta = after.spent()
+            compared = (f"by basic composition, {before.count} earlier releases and "
                         f"{what} add up to (epsilon={after_eps:g}, delta={after_delta:g})")
         else:
-            after_eps, after_pair = renyi.state(list(events) + list(new))
+            after_eps, after_pair = renyi.state(after.filter)
             compared = (f"under the Renyi privacy filter (composition={self._composition!r}), "
-                        f"{len(events)} earlier releases and {what} would be certified at "
+                        f"{before.count} earlier releases and {what} would be certified at "
                         f"epsilon={after_eps:g} with approximate-DP deltas adding up to "
                         f"{after_pair:g} of the {renyi.approx_delta:g} set apart for them")
-        left_eps, left_delta = self._remaining(events)
+        left_eps, left_delta = self._remaining(before)
         raise BudgetExceededError(
             f"Privacy budget exceeded: {compared}, over the budget {budget}. "
             + ("Nothing in the batch was recorded: nothing was spent. " if len(new) > 1
@@ -359,6 +496,10 @@ class BudgetAccountant:
         epsilon, delta = _validate_cost(epsilon, delta)
         return _as_event(epsilon, delta)
 
+    def _meta(self, source):
+        """The meta record of a release by ``source`` (see ``dpsk.accounting._history``)."""
+        return release_meta(source, self._label)
+
     def check(self, epsilon, delta=0.0):
         """Raise :class:`BudgetExceededError` unless a release fits the budget.
 
@@ -375,17 +516,17 @@ class BudgetAccountant:
             When the cost fits; nothing is recorded.
         """
         event = self._event(epsilon, delta)
-        with self._ledger() as (events, _):
-            if not self._fits(events, [event]):
-                self._raise_exceeded(events, [event])
+        with self._ledger(write=False) as held:
+            if not self._fits(held.tally, [event]):
+                self._raise_exceeded(held.tally, [event])
         return True
 
-    def spend(self, epsilon, delta=0.0):
+    def spend(self, epsilon, delta=0.0, *, source=None):
         """Record a release.
 
         The budget is checked again under the ledger's lock (a file lock for a
-        shared ledger), so concurrent fits in threads or processes cannot
-        overspend together.
+        shared ledger, a transaction for a stored one), so concurrent fits in
+        threads or processes cannot overspend together.
 
         Parameters
         ----------
@@ -393,6 +534,9 @@ class BudgetAccountant:
             Epsilon spent, >= 0, or the event of the release.
         delta : float, default=0.0
             Delta spent, in [0, 1]. Ignored when ``epsilon`` is an event.
+        source : estimator, optional
+            What made the release. Its class and public parameters go into the
+            history (:meth:`history`); estimators pass themselves.
 
         Returns
         -------
@@ -403,7 +547,8 @@ class BudgetAccountant:
         BudgetExceededError
             If the spend does not fit; nothing is recorded then.
         LedgerUnreachableError
-            If this is a copy of a ledger that no longer exists; nothing is
+            If this is a copy of a ledger that no longer exists, or a stored
+            ledger that cannot be used (:class:`LedgerStoreError`); nothing is
             recorded.
 
         Warns
@@ -412,26 +557,30 @@ class BudgetAccountant:
             If the release alone has epsilon > 10 or delta > 1e-3.
         """
         event = self._event(epsilon, delta)
-        with self._ledger() as (events, append):
-            if not self._fits(events, [event]):
-                self._raise_exceeded(events, [event])
-            append(event)
+        meta = self._meta(source)
+        with self._ledger() as held:
+            if not self._fits(held.tally, [event]):
+                self._raise_exceeded(held.tally, [event])
+            held.record([(event, meta)])
         _warn_if_weak(event.epsilon, event.delta, "A release")
         return self
 
-    def spend_all(self, events):
+    def spend_all(self, events, *, source=None):
         """Record several releases at once, or none of them.
 
         The whole batch is checked against the budget and recorded under one
-        hold of the ledger's lock (a file lock for a shared ledger), so a
-        concurrent spender cannot take part of the budget between two of its
-        events. Basic composition and the filter only grow with every event, so
-        the batch fits exactly when all of it fits after the recorded releases.
+        hold of the ledger's lock (a file lock for a shared ledger, one
+        transaction for a stored one), so a concurrent spender cannot take part
+        of the budget between two of its events. Basic composition and the
+        filter only grow with every event, so the batch fits exactly when all
+        of it fits after the recorded releases.
 
         Parameters
         ----------
         events : sequence of PrivacyEvent or (epsilon, delta) pairs
             The releases, in order. An empty batch records nothing.
+        source : estimator, optional
+            What made the releases (see :meth:`spend`).
 
         Returns
         -------
@@ -446,11 +595,11 @@ class BudgetAccountant:
                  for item in events]
         if not batch:
             return self
-        with self._ledger() as (recorded, append):
-            if not self._fits(recorded, batch):
-                self._raise_exceeded(recorded, batch)
-            for event in batch:
-                append(event)
+        meta = self._meta(source)
+        with self._ledger() as held:
+            if not self._fits(held.tally, batch):
+                self._raise_exceeded(held.tally, batch)
+            held.record([(event, meta) for event in batch])
         worst = max(batch, key=lambda e: (e.epsilon, e.delta))
         _warn_if_weak(worst.epsilon, worst.delta, "A release")
         return self
@@ -458,13 +607,75 @@ class BudgetAccountant:
     @property
     def events(self):
         """The recorded :class:`~dpsk.PrivacyEvent` list, oldest first (a copy)."""
-        with self._ledger() as (events, _):
-            return list(events)
+        with self._ledger(write=False) as held:
+            return held.events
 
     @property
     def spends(self):
         """The ``(epsilon, delta)`` of each recorded release, oldest first (a copy)."""
         return [event.cost for event in self.events]
+
+    def history(self, as_frame=True):
+        """The recorded releases with who, what and when, for an audit.
+
+        One row per release, oldest first: ``seq`` (from 1), ``time`` (UTC, to
+        the second), ``kind`` (the event's class), ``epsilon``, ``delta``,
+        ``estimator`` (the class that released), ``params`` (its public
+        parameters: the scalar entries of ``get_params(deep=False)`` except
+        ``accountant`` and ``random_state``), ``label``, ``user``, ``host``,
+        ``pid`` and ``event`` (the event's fields). Nothing in it depends on
+        the data (:doc:`/team`, "What the history holds").
+
+        Parameters
+        ----------
+        as_frame : bool, default=True
+            A pandas DataFrame (pandas must be installed), else a list of dicts.
+
+        Returns
+        -------
+        pandas.DataFrame or list of dict
+        """
+        with self._ledger(write=False) as held:
+            rows = history_rows(held.records)
+        return rows_frame(rows) if as_frame else rows
+
+    def export(self, path=None, format=None):
+        """Write the history (and, in JSON, the budget and totals) to a file.
+
+        Parameters
+        ----------
+        path : str or path-like or None
+            The file to write; None returns the text instead.
+        format : {"json", "csv"} or None
+            Default: from the file's suffix, else JSON.
+
+        Returns
+        -------
+        str or None
+            The text when ``path`` is None.
+        """
+        if format is None:
+            suffix = os.path.splitext(os.fspath(path))[1].lower() if path is not None else ""
+            format = "csv" if suffix == ".csv" else "json"
+        with self._ledger(write=False) as held:
+            rows = history_rows(held.records)
+            summary = self._summary(held.tally)
+        text = export_rows(rows, summary, format)
+        if path is None:
+            return text
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        return None
+
+    def _summary(self, tally):
+        """Budget and totals, as plain numbers (an export's header, the CLI's report)."""
+        spent_eps, spent_delta = tally.spent()
+        left_eps, left_delta = self._remaining(tally)
+        return {"location": self.location, "epsilon": self._epsilon, "delta": self._delta,
+                "composition": self._composition, "approx_delta": self._approx_delta,
+                "releases": tally.count, "spent_epsilon": spent_eps,
+                "spent_delta": spent_delta, "remaining_epsilon": left_eps,
+                "remaining_delta": left_delta}
 
     def total(self, method="basic", *, delta=None):
         """Return the total ``(epsilon, delta)`` guarantee of the recorded releases.
@@ -504,8 +715,9 @@ class BudgetAccountant:
         3.92
         """
         _check_method(method)
-        events = self.events
-        basic = self._spent(events)
+        with self._ledger(write=False) as held:
+            basic = held.tally.spent()
+            events = None if method == "basic" else held.events
         if method == "basic":
             return basic
         if delta is None and math.isinf(self._delta):
@@ -529,17 +741,21 @@ class BudgetAccountant:
         epsilon of one more generic pure-DP release the filter accepts, and the
         delta left of ``approx_delta`` for approximate-DP releases.
         """
-        return self._remaining(self.events)
+        with self._ledger(write=False) as held:
+            return self._remaining(held.tally)
 
     def _remaining(self, events):
+        tally = self._as_tally(events)
         renyi = self._renyi_filter()
         if renyi is not None:
-            return renyi.remaining(events)
-        eps, delta = self._spent(events)
+            return renyi.remaining(tally.filter)
+        eps, delta = tally.spent()
         return (max(self._epsilon - eps, 0.0), max(self._delta - delta, 0.0))
 
     def _reachable(self):
         """Whether check and spend can work here (no I/O beyond a stat)."""
+        if self._store is not None:
+            return self._store.reachable()
         if self._journal is None:
             return os.getpid() == self._home_pid
         return self._journal.problem() is None
@@ -566,26 +782,31 @@ class BudgetAccountant:
     def _share(self):
         """Move the events to a journal so copies in other processes see them.
 
-        Called with ``self._lock`` held.
+        Called with ``self._lock`` held. A stored ledger is shared already:
+        copies connect to its store.
         """
-        if self._journal is not None:
+        if self._journal is not None or self._store is not None:
             return
         if os.getpid() != self._home_pid:
             raise LedgerUnreachableError(
                 "This BudgetAccountant was copied into a forked process before it could "
                 "be shared, so it cannot be shared from here."
             )
-        journal = _Journal.create(self._events)
-        self._journal, self._events = journal, None
+        journal = _Journal.create(self._records)
+        self._journal, self._records, self._tally = journal, None, None
         # The owner removes the journal when its ledger dies (or at exit).
         weakref.finalize(self, _remove_owned, journal.path, journal.owner_pid)
 
     def __getstate__(self):
         with self._lock:
             self._share()
-        return {"epsilon": self._epsilon, "delta": self._delta,
-                "composition": self._composition, "approx_delta": self._approx_delta,
-                "journal": self._journal}
+        state = {"epsilon": self._epsilon, "delta": self._delta,
+                 "composition": self._composition, "approx_delta": self._approx_delta,
+                 "journal": self._journal}
+        if self._store is not None:
+            # Where the store is and which one: never its password.
+            state.update(store=self._store.ref(), label=self._label)
+        return state
 
     def __setstate__(self, state):
         # No I/O here: loading a model must work even when its ledger is gone.
@@ -595,17 +816,16 @@ class BudgetAccountant:
         self._approx_delta = state.get("approx_delta")
         if self._approx_delta is None:
             self._approx_delta = self._check_approx_delta(None)
-        self._filter = None
         journal = state["journal"]
         if isinstance(journal, str):
             # Saved by dpsk 0.1.0.dev0 before journals named their owner: it
             # cannot be told from an orphan, so it is treated as one.
             journal = _Journal(journal, None, None)
-        self._journal = journal
-        self._events = None
-        self._home_pid = os.getpid()
-        self._lock = threading.RLock()
-        _LEDGERS.add(self)
+        self._start_empty()
+        self._journal, self._records, self._tally = journal, None, None
+        if state.get("store") is not None:
+            self._store = reattach(state["store"])
+            self._label = state.get("label")
 
     def __repr__(self):
         head = f"BudgetAccountant(epsilon={self._epsilon!r}, delta={self._delta!r}"
@@ -613,15 +833,33 @@ class BudgetAccountant:
             head += f", composition={self._composition!r}"
             if self._approx_delta is not None:
                 head += f", approx_delta={self._approx_delta:g}"
+        if self._store is not None:
+            head += f"; stored in {self._store.describe()!r}"
         try:
-            events = self.events
+            with self._ledger(write=False) as held:
+                tally = held.tally
+        except LedgerStoreError:
+            return head + "; store unreachable)"
         except LedgerUnreachableError:
             # repr must never fail: notebooks display loaded models.
             return head + "; unreachable: the process that owned it has ended)"
         except Exception as exc:  # noqa: BLE001 - same reason, any I/O trouble
             return head + f"; unreadable: {type(exc).__name__})"
-        eps, delta = self._spent(events)
-        return f"{head}; spent epsilon={eps:g}, delta={delta:g} in {len(events)} releases)"
+        eps, delta = tally.spent()
+        return f"{head}; spent epsilon={eps:g}, delta={delta:g} in {tally.count} releases)"
+
+
+def _refuse_conflicts(store, **given):
+    """ValueError if a budget value given to ``open`` differs from the stored one."""
+    stored = dict(zip(("epsilon", "delta", "composition", "approx_delta"), store.budget))
+    bad = [f"{name}={value!r}" for name, value in given.items()
+           if value is not None and stored[name] is not None and value != stored[name]]
+    if bad:
+        budget = ", ".join(f"{name}={value!r}" for name, value in stored.items())
+        raise ValueError(
+            f"The ledger at {store.describe()} was created with {budget}; you asked for "
+            f"{', '.join(bad)}. A stored ledger keeps the budget it was created with: "
+            "leave these out to use it, or open another ledger.")
 
 
 def _before_fork():
@@ -629,7 +867,8 @@ def _before_fork():
     # lost. Sharing each ledger through a journal first makes the child's copy
     # write where the parent reads.
     for ledger in list(_LEDGERS):
-        if ledger._journal is not None or ledger._home_pid != os.getpid():
+        if (ledger._journal is not None or ledger._store is not None
+                or ledger._home_pid != os.getpid()):
             continue
         if not ledger._lock.acquire(timeout=1.0):
             continue  # the child's copy refuses to spend (pid check in _ledger)

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 
 from . import _ledger
 from ._ledger import BudgetAccountant
+from ._tally import Held
 
 __all__ = ["ScratchLedger"]
 
@@ -53,15 +54,17 @@ class ScratchLedger(BudgetAccountant):
         super().__init__()  # unlimited: epsilon = delta = inf, basic composition
         _forget(self)
         _SCRATCH.add(self)
-        self._events = []
-        self._journal = None
 
     @contextmanager
-    def _ledger(self):
-        # In memory in every process: no journal, no pid check (a forked copy's
-        # spends are its own bookkeeping and need reach nobody).
+    def _ledger(self, write=True):
+        # In memory in every process: no journal, no store, no pid check (a
+        # forked copy's spends are its own bookkeeping and need reach nobody).
         with self._lock:
-            yield self._events, self._events.append
+            yield Held(self._tally, self._records, self._append_in_memory)
+
+    def _meta(self, source):
+        """None: the inner fits' releases are bookkeeping, with no history."""
+        return None
 
     def _share(self):
         """Never: a scratch ledger has no journal (the fork hook skips it too)."""
@@ -80,7 +83,7 @@ class ScratchLedger(BudgetAccountant):
         )
 
     def __repr__(self):
-        return f"ScratchLedger(releases={len(self._events)})"
+        return f"ScratchLedger(releases={len(self._records)})"
 
 
 def _after_fork_in_child():

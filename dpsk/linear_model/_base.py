@@ -13,6 +13,7 @@ from .._data._dask import DaskDesignRows, class_indices, is_dask_array, validate
 from .._data._design import clip_rows, design_matrix, design_rows, unscale_coef
 from .._data._validation import (
     binary_targets,
+    check_class_weight_declared,
     check_declared_classes,
     check_not_datetime,
     check_sample_weight,
@@ -224,7 +225,8 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         class_weight = self.class_weight
         if isinstance(class_weight, str):
             class_weight_table(class_weight, [])  # "balanced": refused with its reason
-        if class_weight is not None and self.classes is not None:
+        check_class_weight_declared(class_weight, self.classes)
+        if class_weight is not None:
             class_weight_table(class_weight, check_declared_classes(self.classes))
         if self.perturbation == "gradient" and self.delta == 0:
             raise ValueError(

@@ -27,7 +27,8 @@ _CLASSES_AND_DELTA_DOC = """    classes : array-like of shape (n_classes,) or No
         well below ``1 / n_samples``."""
 
 _CLASS_WEIGHT_DOC = """    class_weight : dict or None, default=None
-        ``{class: weight > 0}`` for declared classes; classes not listed get
+        ``{class: weight > 0}`` for declared classes (with ``classes=None``
+        any dict is refused, for free); classes not listed get
         1, then every weight is divided by the largest, so row weights stay in
         [0, 1]. Each row's loss is multiplied by its class's weight (and by
         ``sample_weight``); the objective still divides by ``n_samples``, so

@@ -24,6 +24,7 @@ import contextlib
 import contextvars
 import math
 import threading
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Real
@@ -32,7 +33,7 @@ import numpy as np
 from sklearn.base import clone
 
 from .._optimize._solution_cache import reusing_solutions
-from .._silence import console_stderr, silenced
+from .._silence import console_stderr, one_process, silenced
 from ..accounting._events import (
     ApproxDPEvent,
     ExponentialEvent,
@@ -447,8 +448,11 @@ class _TimeProgress:
                    leave=False, file=stream, bar_format="{desc}: {elapsed}")
 
         def tick():
+            shown_from = time.monotonic() + PROGRESS_DELAY
             while not self._stop.wait(1.0):
-                bar.refresh()
+                # tqdm's own ``delay`` holds back its updates, not ``refresh``.
+                if time.monotonic() >= shown_from:
+                    bar.refresh()
             bar.close()
             stream.close()
 
@@ -495,7 +499,7 @@ def repeat_and_select(plan, make_candidate, train, validation, noise):
         for j in range(n_runs):
             i = noise.randbelow(m)
             estimator = make_candidate(i, j)
-            with silenced():
+            with silenced(), one_process():
                 estimator.fit(X_train, y_train, **(fit_params[0] if fit_params else {}))
                 correct = int(np.sum(estimator.predict(X_val) == y_val))
             score = correct + draw_score_noise(plan.score_noises[i], noise)

@@ -35,7 +35,7 @@ from .._data._validation import (
     warn_if_column_vector,
 )
 from .._mixin import PrivacyAccountingMixin
-from .._silence import muted, silenced
+from .._silence import muted, one_process, silenced
 from ..accounting._ledger import BudgetAccountant, _validate_cost
 from ..accounting._scratch import ScratchLedger
 from ..mechanisms._noise import exponential_mechanism
@@ -284,11 +284,21 @@ def _quietly(function, *args):
     that failed, so it never leaves the task (nor crosses to the parent, nor
     makes joblib tear down its workers); the search then fails, charged.
     """
-    with silenced(), muted():
+    with silenced(), muted(), one_process():
         try:
             return True, function(*args)
         except Exception:  # noqa: BLE001 - the cause is dropped on purpose
             return False, None
+
+
+def _fit_in_one_process(estimator, X, y, weights):
+    """Fit the search's own release (one fit, or the refit) without inner joblib pools.
+
+    It runs once whatever the number of runs, but the same rule everywhere in a
+    search is the simplest one to check: no inner fit starts a pool (``one_process``).
+    """
+    with one_process():
+        estimator.fit(X, y, **_weights_for(estimator, weights))
 
 
 def _unwrap(results):
@@ -1013,7 +1023,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         if m == 1:
             params = concrete(y.shape[0], epsilon)
             best = candidate(params[0], 0)
-            best.fit(X, y, **_weights_for(best, weights))
+            _fit_in_one_process(best, X, y, weights)
             self._check_spent(best, epsilon, delta)
             return self._fitted(best, params, 0)
         if self._method() == "random-stopping":
@@ -1049,7 +1059,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         if self.refit:
             params = concrete(y.shape[0], fit_eps)
             best = candidate(params[index], 2)
-            best.fit(X, y, **_weights_for(best, weights))
+            _fit_in_one_process(best, X, y, weights)
             self._check_spent(best, fit_eps, fit_delta)
         else:
             best = fitted[index]
@@ -1101,7 +1111,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         if self.refit:
             concrete = self._concrete(candidates, y.shape[0], search_eps, classes, widths)
             best = self._make_candidate(concrete[index], _derived_seed(seed, 2), classes)
-            best.fit(X, y, **_weights_for(best, weights))
+            _fit_in_one_process(best, X, y, weights)
             self._check_spent(best, search_eps, delta)
         fitted = self._fitted(best, concrete, index)
         fitted["best_score_"] = best_score / len(val)

@@ -334,13 +334,14 @@ class DPPredictionEnsemble(SecretStateMixin, PrivacyAccountingMixin, MetaEstimat
         """
         epsilon, distinct, inverse = self._distinct_queries(X)
         if self.aggregation == "average":
-            spend_per_row(self._resolve_accountant(), epsilon, distinct.shape[0])
+            spend_per_row(self._resolve_accountant(), epsilon, distinct.shape[0],
+                          source=self)
             counts = vote_counts(self._teachers, distinct, self.classes_)
             answers = averaged_answers(counts, self.n_teachers_, epsilon, distinct,
                                        self.random_state)
             return self.classes_[answers[np.ravel(inverse)]]
         spend_per_row(self._resolve_accountant(), epsilon, distinct.shape[0],
-                      event=ExponentialEvent)
+                      event=ExponentialEvent, source=self)
         counts = vote_counts(self._teachers, distinct, self.classes_)
         answers = private_vote(counts, epsilon, distinct, self.random_state)
         return self.classes_[answers[np.ravel(inverse)]]
@@ -372,7 +373,7 @@ class DPPredictionEnsemble(SecretStateMixin, PrivacyAccountingMixin, MetaEstimat
         """
         epsilon, distinct, inverse = self._distinct_queries(X)
         spend_per_row(self._resolve_accountant(), epsilon, distinct.shape[0],
-                      "Estimating probabilities for")
+                      "Estimating probabilities for", source=self)
         counts = vote_counts(self._teachers, distinct, self.classes_)
         shares = noisy_vote_shares(counts, epsilon, distinct, self.random_state)
         return shares[np.ravel(inverse)]

@@ -110,7 +110,8 @@ def score_sensitivity(n_samples, n_columns, alpha, tol):
     return exact + solver + rounding
 
 
-def spend_per_row(accountant, epsilon, n_answers, what="Answering", event=PureDPEvent):
+def spend_per_row(accountant, epsilon, n_answers, what="Answering", event=PureDPEvent,
+                  source=None):
     """Record ``n_answers`` events ``event(epsilon)``, all or none.
 
     :meth:`BudgetAccountant.spend_all` checks and writes the whole batch under
@@ -119,9 +120,10 @@ def spend_per_row(accountant, epsilon, n_answers, what="Answering", event=PureDP
     *discrete* Laplace, whose privacy loss distribution is not the continuous
     Laplace one the ledger's ``"laplace"`` events are composed with. The
     ensemble's vote records :class:`~dpsk.ExponentialEvent` instead.
+    ``source`` (the predictor) goes into the ledger's history.
     """
     try:
-        accountant.spend_all([event(epsilon)] * n_answers)
+        accountant.spend_all([event(epsilon)] * n_answers, source=source)
     except BudgetExceededError as exc:
         advice = ("The budget cannot pay for another answer." if n_answers == 1
                   else "Send fewer rows (a single row may still fit).")
@@ -327,7 +329,8 @@ class DPStabilityPredictor(SecretStateMixin, PrivacyAccountingMixin, ClassifierM
         X = self._query_rows(X)
         # The distinct rows and their order are functions of the query, not the data.
         distinct, inverse = np.unique(X, axis=0, return_inverse=True)
-        spend_per_row(self._resolve_accountant(), epsilon, distinct.shape[0], what)
+        spend_per_row(self._resolve_accountant(), epsilon, distinct.shape[0], what,
+                      source=self)
         Z = design_matrix(distinct, float(self.data_norm), self.fit_intercept)
         scores = Z @ self._weights
         sources = _row_sources(distinct, self.random_state, tag=_STABILITY_TAG)
