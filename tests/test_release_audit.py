@@ -65,11 +65,11 @@ import dpsk.kernel._random_features as kernel_module
 import dpsk.linear_model._base as linear_base
 from dpsk import (
     BudgetAccountant,
+    DPDecisionTreeClassifier,
     DPGridSearch,
     DPHuberSVM,
     DPKernelClassifier,
     DPLinearSVC,
-    DPDecisionTreeClassifier,
     DPLogisticRegression,
     DPRandomForestClassifier,
     DPRobustLogisticRegression,

@@ -395,6 +395,11 @@ def test_refusals_are_free_and_quote_nothing(cls):
             sample_weight=np.full(len(y), 1.5))
     refused(cls(bounds=(0, 1), classes=[0, 1], class_weight="balanced", accountant=ledger),
             X, y)
+    # class_weight without declared classes: refused whatever y holds (its keys
+    # being labels of y or not would be a noise-free fact about the data)
+    for keys in ({0: 0.5}, {7: 0.5}):
+        text = refused(cls(bounds=(0, 1), class_weight=keys, accountant=ledger), X, y)
+        assert "declared classes" in text and "7" not in text
     for bounds in ((1, 0), (0, [1, 1]), (0, np.inf), "0-1", (0, 1, 2)):
         refused(cls(bounds=bounds, classes=[0, 1], accountant=ledger), X, y)
 

@@ -3,8 +3,7 @@
 Every number here is a function of public quantities only (``n``, ``d``, the
 declared number of classes ``K`` and ``epsilon``), so the plan can be printed,
 stored and published. ``docs/trees.rst`` derives the rule ("Depth and number
-of trees", "Shared or disjoint rows", "Where the splits fall") and records the
-families it was validated on.
+of trees", "Shared or disjoint rows", "Where the splits fall").
 """
 
 import math

@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data._validation import (
+    check_class_weight_declared,
     check_declared_classes,
     check_not_datetime,
     check_sample_weight,
@@ -143,7 +144,8 @@ class BaseRandomTreesClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEst
             raise ValueError(_BOUNDS_MISSING.format(name=type(self).__name__))
         if isinstance(self.class_weight, str):
             class_weight_table(self.class_weight, [])  # "balanced": refused with its reason
-        if self.class_weight is not None and self.classes is not None:
+        check_class_weight_declared(self.class_weight, self.classes)
+        if self.class_weight is not None:
             class_weight_table(self.class_weight, check_declared_classes(self.classes))
         warn_if_classes_undeclared(self.classes)
         warn_if_column_vector(y)
@@ -263,7 +265,9 @@ _COMMON_PARAMETERS = """
         Weight of each declared class, e.g. ``{0: 0.2, 1: 1.0}`` when class 1
         is rare; divided by the largest, so every row weight stays in [0, 1],
         and multiplied into ``sample_weight``. ``"balanced"`` is refused: it
-        would read the class counts.
+        would read the class counts, and so is any ``class_weight`` without
+        declared ``classes`` (whether its keys are among ``y``'s labels would be
+        a noise-free fact about the data); both refusals are free.
     accountant : BudgetAccountant or None, default=None
         The ledger charged (None: the default ledger).
     random_state : int or None, default=None
