@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 from _sklearn_checks import WEIGHT_XFAILS, parametrize_with_checks
 from scipy import stats
+from test_discrete_samplers import _laplace_pvalue
 
 import dpsk.mechanisms._histogram as histogram_module
 from dpsk import (
@@ -58,18 +59,6 @@ from dpsk.mechanisms._histogram import (
 from dpsk.mechanisms._random import NoiseSource, public_rng
 
 P_THRESHOLD = 1e-3
-
-
-def _laplace_pvalue(draws, scale):
-    """Chi-square p-value of integer draws against the discrete Laplace law of ``scale``."""
-    r = math.exp(-1 / float(scale))
-    z_max = max(1, int(math.log(len(draws) * (1 - r) / 10) / -math.log(r)))
-    support = np.arange(-z_max, z_max + 1)
-    pmf = (1 - r) / (1 + r) * r ** np.abs(support)
-    tail = r ** (z_max + 1) / (1 + r)
-    observed = [np.sum(draws < -z_max), *[np.sum(draws == s) for s in support],
-                np.sum(draws > z_max)]
-    return stats.chisquare(observed, np.array([tail, *pmf, tail]) * len(draws)).pvalue
 
 
 def _binned_laplace_pvalue(draws, scale, bins=20):
@@ -294,10 +283,8 @@ def test_split_maps_and_structure_follow_the_released_statistics():
     assert np.all((position > 0) & (position < 1))
 
 
-def test_leaf_noise_law_through_the_estimator():
-    # The noise of every released leaf count, seen from outside: the true counts are
-    # recomputed from the published structure, and the difference must follow the
-    # discrete Laplace law of scale 2 T / epsilon (sensitivity 2 T, shared rows).
+def _leaf_noise():
+    """A 5-tree forest (depth 9, epsilon 1.5) and its leaf noise, from the published structure."""
     X, y = _data(n=300, d=2)
     forest = DPRandomForestClassifier(epsilon=1.5, n_estimators=5, max_depth=9,
                                       bounds=(0, 1), classes=[0, 1], split_share=0,
@@ -306,7 +293,14 @@ def test_leaf_noise_law_through_the_estimator():
     true = np.zeros_like(forest.leaf_counts_)
     for t in range(5):
         np.add.at(true[t], (leaves[t], y), 1)
-    noise = (forest.leaf_counts_ - true).ravel()
+    return forest, (forest.leaf_counts_ - true).ravel()
+
+
+def test_leaf_noise_law_through_the_estimator():
+    # The noise of every released leaf count, seen from outside: the true counts are
+    # recomputed from the published structure, and the difference must follow the
+    # discrete Laplace law of scale 2 T / epsilon (sensitivity 2 T, shared rows).
+    forest, noise = _leaf_noise()
     scale = 2 * 5 / 1.5
     assert _laplace_pvalue(noise, scale) > P_THRESHOLD
     assert _laplace_pvalue(noise, scale * 0.9) < P_THRESHOLD
@@ -319,15 +313,8 @@ def test_mutation_of_the_sensitivity_is_caught(monkeypatch):
     real = histogram_module.laplace_scale
     monkeypatch.setattr(histogram_module, "laplace_scale",
                         lambda sensitivity, epsilon: real(2, epsilon))
-    X, y = _data(n=300, d=2)
-    forest = DPRandomForestClassifier(epsilon=1.5, n_estimators=5, max_depth=9,
-                                      bounds=(0, 1), classes=[0, 1], split_share=0,
-                                      random_state=3, accountant=BudgetAccountant()).fit(X, y)
-    leaves = apply_trees(X, forest.tree_feature_, forest.tree_threshold_, 9)
-    true = np.zeros_like(forest.leaf_counts_)
-    for t in range(5):
-        np.add.at(true[t], (leaves[t], y), 1)
-    assert _laplace_pvalue((forest.leaf_counts_ - true).ravel(), 2 * 5 / 1.5) < P_THRESHOLD
+    _, noise = _leaf_noise()
+    assert _laplace_pvalue(noise, 2 * 5 / 1.5) < P_THRESHOLD
 
 
 def test_forest_proba_shrinks_to_the_root_under_noise():

@@ -339,9 +339,10 @@ class DPDecisionTreeClassifier(BaseRandomTreesClassifier):
         Privacy parameter of the whole fit, > 0.
     max_depth : int in [0, 20] or "auto", default="auto"
         Depth of the tree. ``"auto"``: the public rule of ``docs/trees.rst``
-        ("Depth"), which balances the leaves' signal against their noise:
-        ``2**depth`` about ``n epsilon / (2 K)``, capped by ``n``. 0 is the
-        noisy class frequencies alone.
+        ("Depth and number of trees"), which balances the leaves' signal
+        against their noise: ``2**depth`` at most ``16 n epsilon' / K``
+        (``epsilon'`` the leaves' share of epsilon) and within the root's
+        cap, at most ``n``. 0 is the noisy class frequencies alone.
     """ + _COMMON_PARAMETERS + """
     Attributes
     ----------""" + _COMMON_ATTRIBUTES + """
