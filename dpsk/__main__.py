@@ -7,6 +7,7 @@ See ``DESCRIPTION`` (what ``python -m dpsk --help`` prints, as plain text).
 
 import argparse
 import sys
+import textwrap
 import time
 
 import numpy as np
@@ -80,8 +81,9 @@ def best_nonprivate_alpha(X_train, y_train, seed):
 
 def make_model(name, epsilon, accountant, seed):
     cls, alpha, perturbation = MODELS[name]
+    # The paper's preprocessing gives every row norm at most 1: data_norm=1 is declared.
     return cls(epsilon=epsilon, alpha=alpha, perturbation=perturbation, fit_intercept=False,
-               accountant=accountant, random_state=seed, classes=[0, 1])
+               data_norm=1.0, accountant=accountant, random_state=seed, classes=[0, 1])
 
 
 def main(argv=None):
@@ -143,7 +145,18 @@ def main(argv=None):
     print(f"{len(accountant.spends)} private fits spent epsilon = {eps_total:g} in total "
           f"(one BudgetAccountant; each fit's cost adds up) in "
           f"{time.perf_counter() - start:.1f} s.")
+    print(ledger_note(len(MODELS), len(EPSILONS), args.repeats))
     return 0
+
+
+def ledger_note(n_models, n_epsilons, repeats):
+    """What the ledger's total means here (it is not any model's epsilon), wrapped."""
+    return textwrap.fill(
+        f"That total is the sum over all {n_models * n_epsilons * repeats} fits of this "
+        f"demo ({n_models} models x {n_epsilons} epsilons x {repeats} repeats), as one "
+        "ledger counts them on one data set; each model in the table spent only the "
+        "epsilon of its column. On your data you would fit once, at the epsilon you "
+        "chose.", 88)
 
 
 if __name__ == "__main__":

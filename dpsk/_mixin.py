@@ -16,6 +16,11 @@ failed fit may reveal. The order is the privacy argument:
    Warnings raised during the checks and the release are dropped for the same
    reason (``dpsk._silence``: process-wide, so threads cannot undo it);
 5. **attach** the fitted attributes and ``privacy_spent_``.
+
+In a dry run (``dpsk.pipeline._dry``: a pipeline checking all its private
+steps before the first spends) steps 1 and 2 run as usual, step 3 records the
+event instead of spending it, and step 4 is replaced by public stand-in
+attributes (``_stand_in``, for private preprocessing steps) or skipped.
 """
 
 from ._silence import silenced
@@ -23,6 +28,7 @@ from .accounting import _context
 from .accounting._events import ApproxDPEvent, PureDPEvent
 from .accounting._ledger import BudgetAccountant, _validate_cost
 from .pipeline._check import warn_from_calling_pipeline
+from .pipeline._dry import dry_recorder
 
 __all__ = ["PrivacyAccountingMixin", "PrivateFitError"]
 
@@ -122,15 +128,19 @@ class PrivacyAccountingMixin:
         accountant.check(event)
         # A refused or failed fit must leave an earlier fitted model as it was.
         snapshot = dict(self.__dict__)
+        recorder = dry_recorder()
         try:
             # The domain checks read every row: what they might warn about (a
             # user's transformer inspecting values, say) could depend on the data.
             with silenced():
                 data = validate(*args)
-            self._spend(accountant, event)
+            self._spend(accountant if recorder is None
+                        else recorder.ledger_for(self, accountant), event)
         except BaseException:
             self._restore(snapshot)
             raise
+        if recorder is not None:
+            return self._dry_fitted(snapshot, data)
         failed = False
         try:
             with silenced():
@@ -152,6 +162,22 @@ class PrivacyAccountingMixin:
             setattr(self, name, value)
         self.privacy_spent_ = (epsilon, delta)
         self.privacy_event_ = event
+        return self
+
+    def _dry_fitted(self, snapshot, data):
+        """A dry run's end: public stand-ins for the release, nothing spent.
+
+        A private step whose output feeds later steps (private bounds) defines
+        ``_stand_in(data)``: fitted attributes that depend on public metadata
+        only (shapes, declared parameters), so that the steps after it can run
+        their own domain checks. The others keep their state as it was.
+        """
+        stand_in = getattr(self, "_stand_in", None)
+        if stand_in is None:
+            self._restore(snapshot)
+            return self
+        for name, value in stand_in(data).items():
+            setattr(self, name, value)
         return self
 
     def _restore(self, snapshot):

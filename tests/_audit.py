@@ -44,8 +44,8 @@ power, and the mutant: a function that monkeypatches the one calibration point
 the family uses, so that the mutant runs the real code with only the scale
 changed. ``tests/test_empirical_audit.py`` holds the registry ``FAMILIES``.
 
-Adding a family (for instance the naive Bayes, tree, forest and PCA estimators
-being built on other branches) is one more entry there:
+Adding a family (for instance the tree, forest and PCA estimators being built
+on other branches) is one more entry there:
 
 1. build two neighbouring data sets where the privacy loss is concentrated (one
    row replaced; tiny ``n`` and ``d``);
@@ -155,6 +155,56 @@ def discrete_law(probabilities_d, probabilities_d_prime, statistic):
         q = sum(mass for outcome, mass in p_dp.items() if statistic(outcome) > t)
         return p, q
     return law
+
+
+def discrete_laplace_llr_law(coordinates):
+    """``law(t, factor)`` of the claimed log-likelihood ratio of an integer release.
+
+    ``coordinates`` lists ``(j, scale)`` for every released integer that differs
+    between ``D`` and ``D'``: its centres differ by ``j >= 1`` and it carries
+    discrete Laplace noise of the given scale (``P[z]`` proportional to
+    ``exp(-|z| / scale)``). The statistic is the claimed law's log-likelihood
+    ratio of the release, ``sum (|x - c'| - |x - c|) / scale``
+    (:func:`discrete_laplace_llr`); a coordinate contributes ``(2 i - j) /
+    scale`` for ``i`` in ``0..j``, with exact probabilities (geometric tails)
+    when every scale is ``factor`` times the claimed one. Coordinates of one
+    scale are convolved on their integer grid, the groups then combined.
+    """
+    groups = {}
+    for j, scale in coordinates:
+        groups.setdefault(float(scale), []).append(int(j))
+    cache = {}
+
+    def coordinate(j, scale):
+        a = math.exp(-1.0 / scale)
+        middle = (1.0 - a) / (1.0 + a) * a ** np.arange(j - 1, 0, -1)
+        return np.concatenate([[a**j / (1.0 + a)], middle, [1.0 / (1.0 + a)]])
+
+    def joint(factor):
+        if factor not in cache:
+            values, prob_d = np.zeros(1), np.ones(1)
+            for scale, shifts in groups.items():
+                p = np.ones(1)
+                for j in shifts:
+                    p = np.convolve(p, coordinate(j, scale * factor))
+                total = sum(shifts)  # index i of the group's grid is the ratio (2 i - total)
+                v = (np.arange(total + 1) * 2.0 - total) / scale
+                values = np.add.outer(values, v).ravel()
+                prob_d = np.multiply.outer(prob_d, p).ravel()
+            cache[factor] = values, prob_d
+        return cache[factor]
+
+    def law(t, factor=1.0):
+        values, prob_d = joint(factor)
+        # D' mirrors D coordinate by coordinate: its ratio has the law of minus D's.
+        return float(np.sum(prob_d[values > t])), float(np.sum(prob_d[-values > t]))
+    return law
+
+
+def discrete_laplace_llr(released, centre_d, centre_d_prime, scales):
+    """The claimed log-likelihood ratio ``log P_D(x) / P_D'(x)`` of released integers ``x``."""
+    x, c, cp = (np.asarray(v, dtype=float) for v in (released, centre_d, centre_d_prime))
+    return float(np.sum((np.abs(x - cp) - np.abs(x - c)) / np.asarray(scales, dtype=float)))
 
 
 # -- the registry ------------------------------------------------------------------------

@@ -17,8 +17,9 @@ WEIGHT_XFAILS = {
         "objective divides by sum(w); dpsk divides by the public n, and its noise is random",
     "check_sample_weight_equivalence_on_sparse_data":
         "as on dense data: dpsk divides by the public n, not by sum(w), and adds noise",
-    # Not a sample weight, but every estimator here that takes sample_weight also
-    # takes class_weight, so the one set serves both.
+    # Not a sample weight, but every estimator that takes class_weight also takes
+    # sample_weight, so the one set serves both (scikit-learn runs this check only
+    # when class_weight is a parameter: not for naive Bayes).
     "check_class_weight_classifiers":
         "sets class_weight without declared classes, which dpsk refuses for free: "
         "whether a key is among y's labels would be a noise-free fact about the data",

@@ -186,3 +186,23 @@ def test_read_csv_reads_back_what_write_csv_wrote(results):
     assert common.read_csv("absent", missing_ok=True) == []
     with pytest.raises(FileNotFoundError):
         common.read_csv("absent")
+
+
+def test_naive_bayes_summary_pairs_cells_and_counts_misses():
+    nb = pytest.importorskip("benchmarks.bench_naive_bayes")
+    tables = pytest.importorskip("benchmarks._tables")
+    records = []
+    for fold in range(2):
+        for run_ in range(2):
+            for method, error in ((nb.MAJORITY, 0.30), (nb.DPSK, 0.33 + 0.001 * fold),
+                                  (nb.DPL_GNB, 0.31)):
+                records.append(dict(table="toy", epsilon=1.0, fold=fold, run=run_,
+                                    method=method, error=error))
+    (row,) = nb.summarize(records, ("table",), nb.GNB_METHODS)
+    assert row["excess"] == pytest.approx(0.0305) and row["vs_dpl"] == pytest.approx(0.0205)
+    floor, dpl = nb.verdicts([row])
+    assert floor == [row] and dpl == [row]
+    assert "| toy | 1 |" in nb.markdown([row], "table", (nb.MAJORITY, nb.DPSK))
+    lower, upper = tables.decade_bounds(np.array([[0.5, -3.0], [42.0, 7.0]]))
+    np.testing.assert_array_equal(lower, [0.0, -10.0])
+    np.testing.assert_array_equal(upper, [100.0, 10.0])

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dpsk.__main__ import main
+from dpsk.__main__ import ledger_note, main
 
 
 def test_help_is_plain_text(capsys):
@@ -24,3 +24,11 @@ def test_demo_labels_every_baseline_with_its_alpha_and_c(capsys):
     assert "best alpha on a validation split" in out
     assert "logistic, objective     10^-2.5" in out
     assert "15 private fits spent epsilon = 4.98" in out
+    assert ledger_note(3, 5, 1) in out
+
+
+def test_the_ledger_total_is_explained():
+    # A newcomer read "45 private fits spent epsilon = 14.94" as the model's epsilon.
+    note = " ".join(ledger_note(3, 5, 3).split())
+    assert "all 45 fits" in note and "3 models x 5 epsilons x 3 repeats" in note
+    assert "each model in the table spent only the epsilon of its column" in note

@@ -34,6 +34,8 @@ from _audit import (
     Family,
     cp_lower,
     cp_upper,
+    discrete_laplace_llr,
+    discrete_laplace_llr_law,
     discrete_law,
     epsilon_lower_bound,
     expected_lower_bound,
@@ -43,12 +45,22 @@ from _audit import (
     run_audit,
 )
 
+import dpsk.mechanisms._counts as counts_module
 import dpsk.mechanisms._erm as erm_module
 import dpsk.mechanisms._gradient as gradient_module
+import dpsk.mechanisms._moments as moments_module
 import dpsk.model_selection._search as search_module
+import dpsk.naive_bayes._categorical as categorical_module
+import dpsk.naive_bayes._gaussian as gaussian_module
 import dpsk.prediction._stability as stability_module
 import dpsk.preprocessing._bounds as bounds_module
-from dpsk import BudgetAccountant, DPKernelClassifier, DPStabilityPredictor
+from dpsk import (
+    BudgetAccountant,
+    DPCategoricalNB,
+    DPGaussianNB,
+    DPKernelClassifier,
+    DPStabilityPredictor,
+)
 from dpsk._optimize._binary import minimize_regularized_loss
 from dpsk._optimize._losses import HuberLoss, LogisticLoss, MultinomialLoss
 from dpsk._optimize._multinomial_solver import minimize_multinomial_loss
@@ -64,6 +76,7 @@ from dpsk.mechanisms._beyond_erm import (
 )
 from dpsk.mechanisms._erm import _noise_plan, private_erm
 from dpsk.mechanisms._gradient import noisy_gd_schedule
+from dpsk.mechanisms._moments import RESOLUTION, noise_laws
 from dpsk.mechanisms._random import NoiseSource, public_rng
 from dpsk.model_selection._search import _select_candidate
 from dpsk.prediction._laplace import grid_sensitivity
@@ -101,6 +114,18 @@ def _scale_epsilon_of(module, name, factor):
             return original(utilities, epsilon * factor, sensitivity, rng)
 
         monkeypatch.setattr(module, name, sharper)
+    return mutate
+
+
+def _scale_count_noise_of(module, factor):
+    """``mutate`` that calls ``module.laplace_noise`` at ``epsilon / factor``: scale x factor."""
+    def mutate(monkeypatch):
+        original = module.laplace_noise
+
+        def smaller(l1_sensitivity, epsilon):
+            return original(l1_sensitivity, epsilon / factor)
+
+        monkeypatch.setattr(module, "laplace_noise", smaller)
     return mutate
 
 
@@ -493,7 +518,7 @@ def bounds():
         X = np.array(columns[which])[:, None]
         out = np.empty(n_runs)
         for k in range(n_runs):
-            scaler = PrivateBoundsScaler(epsilon, quantiles=quantiles,
+            scaler = PrivateBoundsScaler(epsilon, quantiles=quantiles, method="quantiles",
                                          random_state=seed * 10**6 + k,
                                          accountant=BudgetAccountant(), **BOUNDS_GRID_ARGS)
             scaler.fit(X)
@@ -522,6 +547,114 @@ def tilted():
         why="Tilted logistic, t=0.1, n=2 rows x=1, one label flipped: a logistic pair, "
             "under half of the sensitivity 2q/alpha is realised, hence noise x 0.4.")
 
+
+# Naive Bayes: the releases are integers with discrete Laplace noise, and the auditor
+# thresholds the claimed law's log-likelihood ratio of every released integer
+# (``discrete_laplace_llr``), whose law is exact (``discrete_laplace_llr_law``). The
+# public estimator is fitted once per run; a recorder around the one mechanism call it
+# makes hands the released integers to the auditor (the fit itself is unchanged).
+
+
+def _recording(module, name, fit, released):
+    """Run ``fit()`` with ``module.name`` wrapped; ``released(result)`` maps each release."""
+    original = getattr(module, name)
+    out = []
+
+    def recorder(*args, **kwargs):
+        result = original(*args, **kwargs)
+        out.append(released(result))
+        return result
+
+    setattr(module, name, recorder)
+    try:
+        fit()
+    finally:
+        setattr(module, name, original)
+    (value,) = out
+    return value
+
+
+def categorical_nb():
+    # One categorical column with 2 levels, classes [0, 1]: D' moves row 0 from class 0
+    # to class 1 (its level unchanged), so two cells of the histogram move by one, the
+    # whole L1 sensitivity 2 m (m = 1): the pair is tight.
+    n, epsilon = 10, 1.0
+    X = np.zeros((n, 1), dtype=int)
+    labels = {"D": np.array([0, 1] * (n // 2)), "D'": np.array([1, 1] + [0, 1] * (n // 2 - 1))}
+    scale = float(counts_module.laplace_noise(2, epsilon).parameter)
+    # cells: class * levels + level; level 0 for every row
+    centres = {w: np.bincount(labels[w] * 2, minlength=4) for w in labels}
+
+    def sample(which, n_runs, seed):
+        out = np.empty(n_runs)
+        for k in range(n_runs):
+            model = DPCategoricalNB(epsilon, n_categories=2, classes=[0, 1],
+                                    accountant=BudgetAccountant(),
+                                    random_state=seed * 10**6 + k)
+            counts = _recording(categorical_module, "noisy_histogram",
+                                lambda: model.fit(X, labels[which]), lambda r: r[0])
+            out[k] = discrete_laplace_llr(counts, centres["D"], centres["D'"], scale)
+        return out
+
+    return Family(
+        name="DPCategoricalNB (histogram)", claim=(epsilon, 0.0), sample=sample,
+        law=discrete_laplace_llr_law([(1, scale), (1, scale)]), thresholds=[1.0 / scale],
+        mutate=_scale_count_noise_of(counts_module, 0.8), mutant="noise x 0.8 (epsilon / 0.8)",
+        noise_factor=0.8, n_runs=5000, seeds=(131, 132),
+        why="One 2-level column, n=10, one row's class changed: two cells move by one, the "
+            "whole sensitivity (tight); the statistic is the release's log-likelihood ratio.")
+
+
+def gaussian_nb():
+    # d = 1, bounds (0, 1), classes [0, 1], n = 10: at this n the split gives the counts
+    # half the budget. D has row 0 at x = 1 in class 0, D' at x = 0 in class 1: both
+    # counts move by one and both class sums by G (the sums' whole L1 bound 2 G); the
+    # square sum does not move. No row realises the sums and the squares at once (the
+    # squares need |z| = 1 against z = 0, the sums z = 1 against z = -1), so the pair
+    # realises counts + sums = 84% of the claim. Its largest ratio needs both class sums'
+    # noise on their far side at once, so a threshold a few thousand runs can resolve
+    # sees about 57% of the claim (Family.planned): the mutant is noise x 0.5.
+    n, epsilon, G = 10, 1.0, RESOLUTION
+    pairs = {"D": (np.vstack([[1.0], np.full((n - 1, 1), 0.5)]), np.array([0, 1] * (n // 2))),
+             "D'": (np.vstack([[0.0], np.full((n - 1, 1), 0.5)]),
+                    np.array([1, 1] + [0, 1] * (n // 2 - 1)))}
+    laws = noise_laws(n, 1, 2, epsilon)
+    scales = np.array([float(laws[i].parameter) for i in (0, 0, 1, 1, 2)])
+    grid = {w: np.rint((pairs[w][0][:, 0] - 0.5) * 2 * G).astype(np.int64) for w in pairs}
+    centres = {w: np.concatenate([np.bincount(pairs[w][1], minlength=2),
+                                  np.bincount(pairs[w][1], grid[w], minlength=2),
+                                  [np.sum(grid[w] ** 2)]]) for w in pairs}
+
+    def integers(result):
+        moments, _ = result
+        return np.concatenate([moments.counts, moments.sums[:, 0] * G,
+                               moments.squares * G * G])
+
+    def sample(which, n_runs, seed):
+        X, y = pairs[which]
+        out = np.empty(n_runs)
+        for k in range(n_runs):
+            model = DPGaussianNB(epsilon, bounds=(0, 1), classes=[0, 1],
+                                 accountant=BudgetAccountant(), random_state=seed * 10**6 + k)
+            released = _recording(gaussian_module, "class_moments", lambda: model.fit(X, y),
+                                  integers)
+            out[k] = discrete_laplace_llr(released, centres["D"], centres["D'"], scales)
+        return out
+
+    shifts = np.abs(centres["D"] - centres["D'"])
+    coordinates = [(int(j), s) for j, s in zip(shifts, scales) if j]
+    realised = float(np.sum(shifts / scales))
+    return Family(
+        name="DPGaussianNB (counts, sums, squares)", claim=(epsilon, 0.0), sample=sample,
+        law=discrete_laplace_llr_law(coordinates),
+        thresholds=np.linspace(0.0, realised, 81)[:-1],
+        mutate=_scale_count_noise_of(moments_module, 0.5), mutant="noise x 0.5 (epsilon / 0.5)",
+        noise_factor=0.5, n_runs=4000, seeds=(141, 142),
+        why="d=1, n=10, row 0 from (x=1, class 0) to (x=0, class 1): counts and class sums "
+            "move by their whole bounds, the square sum not: 84% of the claim, of which "
+            "4000 runs resolve about 57%, so the mutant is noise x 0.5.")
+
+
 FAMILY_BUILDERS = {
     "output-pure": output_pure,
     "output-gaussian": output_gaussian,
@@ -535,6 +668,8 @@ FAMILY_BUILDERS = {
     "stability": stability,
     "bounds": bounds,
     "tilted": tilted,
+    "categorical-nb": categorical_nb,
+    "gaussian-nb": gaussian_nb,
 }
 
 
@@ -640,3 +775,22 @@ def test_expected_lower_bound_matches_the_law():
     # At the expected counts of a Laplace tail the bound sits just below the truth.
     p, q = 0.5, 0.5 * math.exp(-1.0)
     assert 0.8 < expected_lower_bound(p, q, 20000) < 1.0
+
+
+def test_discrete_laplace_llr_law_closed_form():
+    # Two cells moved by one, scale t: the ratio is 2/t exactly when the first cell's
+    # noise is >= 0 and the second's <= -1 (measured from D's centres), of
+    # probability (1/(1+a))^2 on D and (a/(1+a))^2 on D', a = exp(-1/t).
+    t = 2.0
+    a = math.exp(-1.0 / t)
+    law = discrete_laplace_llr_law([(1, t), (1, t)])
+    assert law(1.0 / t) == pytest.approx(((1 / (1 + a)) ** 2, (a / (1 + a)) ** 2), rel=1e-12)
+    assert law(-3.0 / t) == pytest.approx((1.0, 1.0), rel=1e-12)
+    # A wide shift: the probabilities sum to one and D' mirrors D.
+    wide = discrete_laplace_llr_law([(50, 20.0), (1, 2.0)])
+    p, q = wide(-10.0)
+    assert p == pytest.approx(1.0, abs=1e-12) and q == pytest.approx(1.0, abs=1e-12)
+    p, q = wide(0.0)
+    assert p > q
+    # The statistic: released at D's centres gives the largest ratio, sum j / scale.
+    assert discrete_laplace_llr([5, 3], [5, 3], [4, 4], [t, t]) == pytest.approx(2.0 / t)

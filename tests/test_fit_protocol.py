@@ -35,7 +35,8 @@ def data():
 def test_failure_after_reading_data_is_charged_and_says_nothing_else(Est, data, monkeypatch):
     X, y = data
     acc = BudgetAccountant(epsilon=2.0)
-    clf = Est(epsilon=0.5, accountant=acc, classes=["a", "b"], random_state=0).fit(X, y)
+    clf = Est(epsilon=0.5, accountant=acc, classes=["a", "b"], random_state=0,
+              data_norm=1.0).fit(X, y)
     before = clf.coef_.copy()
 
     def leaky_release(self, data, *, epsilon, delta):
@@ -98,8 +99,8 @@ def test_declared_classes_fix_the_release_shape(Est, data):
     y_new[0] = "HIV+"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        a = Est(classes=classes, random_state=0).fit(X, y)
-        b = Est(classes=classes, random_state=0).fit(X, y_new)
+        a = Est(classes=classes, random_state=0, data_norm=1.0).fit(X, y)
+        b = Est(classes=classes, random_state=0, data_norm=1.0).fit(X, y_new)
     for model in (a, b):
         np.testing.assert_array_equal(model.classes_, classes)
         assert model.coef_.shape[0] == 3
@@ -120,7 +121,7 @@ def test_classes_none_warns_with_fixed_text(Est, data):
     texts = []
     for labels in (y, np.where(y == "a", "x", "y")):
         with pytest.warns(ClassesFromDataWarning) as record:
-            Est(random_state=0).fit(X, labels)
+            Est(random_state=0, data_norm=1.0).fit(X, labels)
         texts.append([str(w.message) for w in record])
     assert texts[0] == texts[1] and len(texts[0]) == 1
 

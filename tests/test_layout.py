@@ -31,6 +31,7 @@ RANKS = {
     "dpsk.pipeline": 5,
     "dpsk._mixin": 6,
     "dpsk.linear_model": 7,
+    "dpsk.naive_bayes": 7,
     "dpsk.kernel": 8,
     "dpsk.tree": 7,
     "dpsk.ensemble": 8,

@@ -309,3 +309,37 @@ def test_journal_directory_for_shared_storage(tmp_path, monkeypatch):
     with open(path) as handle:
         header = json.loads(handle.readline())
     assert header["journal_id"] == acc._journal.journal_id and len(header["journal_id"]) == 32
+
+
+# -- a long session's journal ---------------------------------------------------------
+def test_each_spend_reads_only_the_lines_appended_since(data, monkeypatch):
+    # Re-parsing the whole journal on every check made a session's fits quadratic
+    # once its ledger had been shared (hours for thousands of fits).
+    from dpsk.accounting import _journal
+
+    acc = BudgetAccountant(epsilon=10.0)
+    copy = joblib.load(_dumped(acc))  # a second object on the same journal
+    parsed = []
+    real = _journal._Journal._parse
+    monkeypatch.setattr(_journal._Journal, "_parse",
+                        lambda self, lines: parsed.append(len(lines)) or real(self, lines))
+    for i in range(30):
+        (acc if i % 2 else copy).spend(PureDPEvent(0.25))
+    # Each object reads the other's lines once, and its own never again.
+    assert sum(parsed) <= 30
+    assert acc.total() == copy.total() == (7.5, 0.0)
+    with pytest.raises(BudgetExceededError):
+        copy.spend(PureDPEvent(2.75))
+    assert len(acc.events) == len(copy.events) == 30
+
+
+def test_a_half_written_line_after_earlier_reads_is_still_refused(data):
+    acc = BudgetAccountant(epsilon=10.0)
+    copy = joblib.load(_dumped(acc))
+    acc.spend(PureDPEvent(1.0))
+    assert copy.total() == (1.0, 0.0)  # the copy has read the journal this far
+    with open(acc._journal.path, "a") as handle:
+        handle.write('{"kind": "pure", "epsi')  # a writer killed mid-line
+    for ledger in (acc, copy):
+        with pytest.raises(LedgerUnreachableError, match="damaged"):
+            ledger.spend(PureDPEvent(1.0))

@@ -144,7 +144,8 @@ def test_rows_above_data_norm_are_clipped_silently():
     # How many rows were clipped depends on the data: nothing may report it.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        big = DPLogisticRegression(epsilon=1.0, random_state=0, classes=[0, 1]).fit(X_big, y)
+        big = DPLogisticRegression(epsilon=1.0, random_state=0, classes=[0, 1],
+                                   data_norm=1.0).fit(X_big, y)
     # Clipping rescales only the rows above the bound, to norm 1.
     X_clip = X_big / np.maximum(row_norms(X_big), 1.0)[:, None]
     clip = DPLogisticRegression(epsilon=1.0, random_state=0).fit(X_clip, y)
@@ -273,7 +274,7 @@ def test_multinomial_with_two_classes_reports_one_row(record_erm):
     assert W.shape == (2, X.shape[1] + 1)
     assert clf.coef_.shape == (1, X.shape[1]) and clf.intercept_.shape == (1,)
     # The reported row is W[1] - W[0]: the same decisions and probabilities.
-    Z = design_matrix(X, clf.data_norm, True)
+    Z = design_matrix(X, clf.data_norm_, True)
     np.testing.assert_allclose(clf.decision_function(X), Z @ (W[1] - W[0]), atol=1e-10)
     p = clf.predict_proba(X)
     softmax = np.exp(Z @ W.T)

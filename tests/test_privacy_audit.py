@@ -373,7 +373,8 @@ def _ovr_sampler(y, first_seed):
         out = np.empty(n_runs)
         for k in range(n_runs):
             model = DPHuberSVM(classes=OVR_CLASSES, perturbation="output", fit_intercept=False,
-                               alpha=ALPHA, h=0.5, epsilon=EPSILON, random_state=counter[0],
+                               alpha=ALPHA, h=0.5, epsilon=EPSILON, data_norm=1.0,
+                               random_state=counter[0],
                                accountant=BudgetAccountant()).fit(Z_AUDIT, y)
             counter[0] += 1
             w = model.coef_[:, 0]

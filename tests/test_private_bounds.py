@@ -12,11 +12,18 @@ from scipy import stats
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
-from dpsk import BudgetAccountant, DPLogisticRegression, ExponentialEvent, check_pipeline
+from dpsk import (
+    BudgetAccountant,
+    BudgetExceededError,
+    DPLogisticRegression,
+    ExponentialEvent,
+    check_pipeline,
+)
 from dpsk.mechanisms._random import NoiseSource
 from dpsk.pipeline import make_private_pipeline
 from dpsk.preprocessing import (
     PrivateBoundsScaler,
+    PrivateBoundsWarning,
     bounds_grid,
     make_table_encoder,
     table_norm_bound,
@@ -138,7 +145,8 @@ def test_neighbours_look_the_same_but_for_the_release():
     for a, b in _neighbours(4):
         seen = [_observe(col.reshape(-1, 1))[:3] for col in (a, b)]
         assert seen[0] == seen[1]
-        assert seen[0][1] == []
+        # Only the rule's warning, from public numbers (40 rows, 1 column, epsilon).
+        assert [kind for kind, _ in seen[0][1]] == [PrivateBoundsWarning]
         assert seen[0][2] == [(0.5, 0.0)]
 
 
@@ -237,7 +245,7 @@ def test_private_pipeline_counts_both_on_one_ledger():
     y = (X[:, 0] > 50).astype(int)
     ledger = BudgetAccountant(epsilon=1.0)
     pipe = make_private_pipeline(
-        PrivateBoundsScaler(epsilon=0.3, accountant=ledger),
+        PrivateBoundsScaler(epsilon=0.3, method="median", accountant=ledger),
         DPLogisticRegression(epsilon=0.7, data_norm=np.sqrt(2), accountant=ledger,
                              classes=[0, 1]), strict=True)
     with warnings.catch_warnings():
@@ -316,7 +324,7 @@ def test_failure_after_reading_is_charged_and_opaque(monkeypatch):
 
     monkeypatch.setattr(bounds_module, "private_bounds", broken)
     ledger = BudgetAccountant()
-    scaler = PrivateBoundsScaler(epsilon=0.3, accountant=ledger)
+    scaler = PrivateBoundsScaler(epsilon=0.3, method="quantiles", accountant=ledger)
     with pytest.raises(PrivateFitError) as info:
         scaler.fit(np.full((10, 1), 123.0))
     assert "secret" not in str(info.value) and "123" not in str(info.value)
@@ -325,17 +333,49 @@ def test_failure_after_reading_is_charged_and_opaque(monkeypatch):
     assert not hasattr(scaler, "lower_")
 
 
-def test_dp_grid_search_refuses_private_preprocessing_for_free():
-    # Each candidate run would fit (and charge) the bounds again: the charges
-    # would reveal how many runs the search made, which must stay secret.
+@pytest.mark.parametrize("method, refit, expected", [
+    ("disjoint", False, 0.8 + 0.2),             # disjoint parts: one part's bounds
+    ("disjoint", True, 2 * 0.8 + 2 * 0.2),       # and the refit's
+    ("random-stopping", False, 0.8 + 3 * 0.2),   # a run is (eps0 + b)-DP, tripled
+    ("repeat", False, 2 * (0.4 + 0.2)),          # pure runs: (2 + eta) (eps0 + b), eta = 0
+])
+def test_dp_grid_search_accepts_private_bounds_and_charges_every_run(method, refit, expected):
+    # Each run refits the bounds on its own rows: the search's one event covers them
+    # (never one charge per run, which would count the secret number of runs).
     from dpsk import DPGridSearch
 
-    X = np.random.default_rng(0).normal(size=(60, 2))
+    X = np.random.default_rng(0).normal(size=(200, 2))
     y = (X[:, 0] > 0).astype(int)
     ledger = BudgetAccountant()
-    pipe = make_pipeline(PrivateBoundsScaler(accountant=ledger), DPLogisticRegression())
-    search = DPGridSearch(pipe, {"dplogisticregression__alpha": [0.01, 0.1]},
-                          accountant=ledger)
-    with pytest.raises(ValueError, match="privatebounds"):
+    pipe = make_pipeline(PrivateBoundsScaler(epsilon=0.2, accountant=ledger),
+                         DPLogisticRegression(classes=[0, 1]))
+    search = DPGridSearch(pipe, {"dplogisticregression__alpha": [0.01, 0.1]}, epsilon=0.8,
+                          accountant=ledger, method=method, refit=refit, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         search.fit(X, y)
-    assert ledger.spends == []
+    assert len(ledger.events) == 1
+    assert ledger.total()[0] == pytest.approx(expected)
+    assert search.privacy_spent_[0] == pytest.approx(expected)
+    released = search.best_estimator_[0]
+    assert released.accountant is ledger and released.random_state is None
+    assert hasattr(released, "lower_")
+
+
+def test_dp_grid_search_refusals_with_private_bounds_are_free():
+    from dpsk import DPGridSearch
+
+    X = np.random.default_rng(1).normal(size=(100, 2))
+    y = (X[:, 0] > 0).astype(int)
+    ledger = BudgetAccountant(epsilon=1.0)
+    pipe = make_pipeline(PrivateBoundsScaler(epsilon=0.2, accountant=ledger),
+                         DPLogisticRegression(classes=[0, 1]))
+    bad = X.copy()
+    bad[3, 1] = np.inf
+    search = DPGridSearch(pipe, {"dplogisticregression__alpha": [0.01, 0.1]}, epsilon=0.5,
+                          accountant=ledger, method="disjoint")
+    with pytest.raises(ValueError, match="nothing was spent"):
+        search.fit(bad, y)
+    with pytest.raises(BudgetExceededError):  # 0.9 + 0.2 > 1
+        search.set_params(epsilon=0.9).fit(X, y)
+    assert ledger.events == []

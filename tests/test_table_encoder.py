@@ -193,8 +193,9 @@ def test_adult_schema_matches_preprocess_adult_shape():
     (None, {"c": ["x", None]}, "missing value"),
     (None, {"c": [1.0, np.nan]}, "missing value"),
     (None, {"c": [["x"], ["y"]]}, "unhashable"),
-    (None, {"c": ["x", 1]}, "only strings or only numbers"),
-    (None, {"c": [1, 2]}, "does not match the type"),
+    (None, {"c": ["x", 1]}, "only strings, only numbers or only booleans"),
+    (None, {"c": [True, 2]}, "only strings, only numbers or only booleans"),
+    (None, {"c": [1, "2"]}, "only strings, only numbers"),
     ({"a": (0, 1)}, {"a": ["x"]}, "both numeric and categorical"),
     ({"a": (0, 1)}, {0: ["x"]}, "all strings"),
 ])
@@ -249,3 +250,20 @@ def test_string_column_that_is_entirely_missing_as_float_nan(fill):
     expected_missing = [1.0, 1.0] if fill is not None else [0.0, 0.0]
     np.testing.assert_array_equal(Xt[:, -1] if fill is not None else Xt[:, 1:].sum(axis=1),
                                   expected_missing)
+
+
+def test_numeric_codes_with_the_default_fill():
+    # The quickstart's schema with 0/1 codes (found re-running it on Ecdat tables).
+    pd = pytest.importorskip("pandas")
+    enc = make_table_encoder(None, {"flag": [0, 1], "size": [1, 2.5]})
+    frame = pd.DataFrame({"flag": [1, 0, None, 7], "size": [2.5, 1.0, 1.0, None]})
+    Xt = enc.fit_transform(frame)
+    np.testing.assert_array_equal(Xt, [[0, 1, 0, 0, 1, 0], [1, 0, 0, 1, 0, 0],
+                                       [0, 0, 1, 1, 0, 0], [0, 0, 0, 0, 0, 1]])
+    assert list(enc.get_feature_names_out()) == [
+        "flag_0", "flag_1", "flag___missing__", "size_1", "size_2.5", "size___missing__"]
+    with pytest.raises(ValueError, match="'flag'"):
+        make_table_encoder(None, {"flag": [0, 1]}, handle_unknown="error").fit(frame)
+    # A numeric fill keeps numeric categories numeric.
+    enc = make_table_encoder(None, {"flag": [0, 1]}, fill_categorical=-1)
+    assert enc.fit_transform(pd.DataFrame({"flag": [1, None]})).shape == (2, 3)

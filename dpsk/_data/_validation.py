@@ -22,11 +22,21 @@ from numbers import Real
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 
-__all__ = ["check_classes",
+__all__ = ["check_classes", "PublicRefusal",
            "resolve_classes", "check_not_datetime", "binary_targets",
            "ClassesFromDataWarning", "values_withheld", "warn_if_classes_undeclared",
            "warn_if_column_vector", "refuse_fit_params", "check_sample_weight",
            "check_class_weight_declared", "class_weight_table", "row_weights"]
+
+
+class PublicRefusal(ValueError):
+    """Input outside the declared domain, refused with a message made of public facts only.
+
+    dpsk raises it where the message names what is declared (a column of the
+    schema, the number of rows or columns) and quotes no value of the data, so
+    a :class:`dpsk.PrivatePipeline` shows it as it is, at fit and at predict
+    time, where it hides the messages of other libraries' steps.
+    """
 
 
 class ClassesFromDataWarning(UserWarning):

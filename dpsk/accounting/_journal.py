@@ -128,7 +128,7 @@ def _require_locks():
 class _Journal:
     """One journal file and the owner process recorded in its header."""
 
-    __slots__ = ("path", "owner_pid", "owner_start", "journal_id", "host")
+    __slots__ = ("path", "owner_pid", "owner_start", "journal_id", "host", "_read")
 
     def __init__(self, path, owner_pid, owner_start, journal_id=None, host=None):
         self.path = path
@@ -136,6 +136,10 @@ class _Journal:
         self.owner_start = owner_start
         self.journal_id = journal_id
         self.host = host
+        # (position, entries): what this object has parsed so far. The file only
+        # grows, so each lock reads just the lines appended since; re-parsing the
+        # whole journal on every spend made a long session's fits quadratic.
+        self._read = None
 
     @classmethod
     def create(cls, entries):
@@ -167,6 +171,7 @@ class _Journal:
         # Copies saved before journals had an id: same machine, no id check.
         self.journal_id = state.get("journal_id")
         self.host = state.get("host")
+        self._read = None
 
     def _file_id(self):
         """The journal id written in the header of the file at ``path`` (None if none)."""
@@ -263,8 +268,7 @@ class _Journal:
                 problem = self.problem()
                 if problem is not None:
                     raise LedgerUnreachableError(problem)
-                lines = handle.read().splitlines()
-                entries = self._parse(lines[1:])
+                entries = self._entries(handle)
 
                 def append(entry):
                     handle.seek(0, os.SEEK_END)
@@ -272,10 +276,29 @@ class _Journal:
                     handle.flush()
                     os.fsync(handle.fileno())
                     entries.append(entry)
+                    self._read = (handle.tell(), entries)
 
                 yield entries, append
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def _entries(self, handle):
+        """Every recorded entry, parsing only what was appended since the last read.
+
+        The list is this object's own, extended in place (copying it on every
+        lock would keep the session quadratic); the ledger only reads it, and
+        ``append`` extends it.
+        """
+        end = handle.seek(0, os.SEEK_END)
+        if self._read is not None and self._read[0] <= end:
+            position, entries = self._read
+            handle.seek(position)
+            entries.extend(self._parse(handle.read().splitlines()))
+        else:
+            handle.seek(0)
+            entries = self._parse(handle.read().splitlines()[1:])
+        self._read = (handle.tell(), entries)
+        return entries
 
     def _parse(self, lines):
         try:

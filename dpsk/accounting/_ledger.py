@@ -226,6 +226,7 @@ class BudgetAccountant:
         self._records = []  # (event, meta) pairs, oldest first
         self._tally = Tally.empty(self._approx_delta is not None)
         self._journal = None
+        self._journal_tally = None  # (count, tally) of the journal's first entries
         self._store = None
         self._label = None
         self._home_pid = os.getpid()
@@ -383,6 +384,14 @@ class BudgetAccountant:
         return self._label
 
     # -- the ledger ---------------------------------------------------------------
+    def _tally_of_journal(self, entries):
+        """The tally of a journal's entries, adding only those recorded since the
+        last one this object summed (the journal only grows)."""
+        count, tally = self._journal_tally or (0, None)
+        if tally is None or count > len(entries):
+            count, tally = 0, Tally.empty(self._approx_delta is not None)
+        return tally.plus_all(event for event, _ in entries[count:])
+
     @contextmanager
     def _ledger(self, write=True):
         """Hold the ledger; yield a :class:`~dpsk.accounting._tally.Held`.
@@ -399,9 +408,10 @@ class BudgetAccountant:
                 return
             if self._journal is not None:
                 with self._journal.locked() as (entries, append):
-                    tally = Tally.of([event for event, _ in entries],
-                                     self._approx_delta is not None)
-                    yield Held(tally, entries, lambda new, _: [append(x) for x in new])
+                    held = Held(self._tally_of_journal(entries), entries,
+                                lambda new, _: [append(x) for x in new])
+                    yield held
+                    self._journal_tally = (len(entries), held.tally)
                 return
             if os.getpid() != self._home_pid:
                 # A fork copied the in-memory events but could not move them to
@@ -564,6 +574,32 @@ class BudgetAccountant:
             held.record([(event, meta)])
         _warn_if_weak(event.epsilon, event.delta, "A release")
         return self
+
+    def check_all(self, events):
+        """Raise :class:`BudgetExceededError` unless several releases fit, in this order.
+
+        What :meth:`spend_all` would accept, without recording anything: a
+        pipeline checks the releases of all its private steps before the first
+        one spends.
+
+        Parameters
+        ----------
+        events : sequence of PrivacyEvent or (epsilon, delta) pairs
+
+        Returns
+        -------
+        True
+            When the batch fits; nothing is recorded.
+        """
+        batch = [self._event(*item) if isinstance(item, tuple) else self._event(item, 0.0)
+                 for item in events]
+        if batch:
+            # A read of the ledger's current state (for a stored ledger, a
+            # read-only transaction): nothing is written, nothing charged.
+            with self._ledger(write=False) as held:
+                if not self._fits(held.tally, batch):
+                    self._raise_exceeded(held.tally, batch)
+        return True
 
     def spend_all(self, events, *, source=None):
         """Record several releases at once, or none of them.
@@ -770,6 +806,18 @@ class BudgetAccountant:
         return False
 
     # -- identity under copying -------------------------------------------------
+    def _identity(self):
+        """What tells ledgers apart: objects on one store or journal are one ledger.
+
+        A pipeline groups its releases by this before checking them together
+        (two objects opened on one store share its budget).
+        """
+        if self._store is not None:
+            return ("store", self._store.kind, self._store.store_id or self._store.location)
+        if self._journal is not None:
+            return ("journal", self._journal.path)
+        return ("memory", id(self))
+
     def __sklearn_clone__(self):
         return self
 
@@ -794,6 +842,7 @@ class BudgetAccountant:
             )
         journal = _Journal.create(self._records)
         self._journal, self._records, self._tally = journal, None, None
+        self._journal_tally = None
         # The owner removes the journal when its ledger dies (or at exit).
         weakref.finalize(self, _remove_owned, journal.path, journal.owner_pid)
 

@@ -32,8 +32,14 @@ from ..mechanisms._alpha import resolve_alpha
 from ..mechanisms._erm import private_erm
 from ..mechanisms._noise import analytic_gaussian_sigma
 from ..mechanisms._random import noise_source, validate_random_state
+from ..pipeline._norms import resolve_data_norm
 
-__all__ = ["BaseDPLinearClassifier", "fit_private_problems", "problem_count"]
+__all__ = ["BaseDPLinearClassifier", "fit_private_problems", "problem_count", "AUTO_DATA_NORM",
+           "SKLEARN_ONLY", "as_input_dtype", "refuse_sklearn_only"]
+
+#: The constraint of ``data_norm`` for models whose default reads the pipeline's
+#: bound (``dpsk.pipeline._norms``).
+AUTO_DATA_NORM = [Interval(Real, 0, np.inf, closed="neither"), StrOptions({"auto"})]
 
 _DASK_WEIGHTS_REFUSED = (
     "sample_weight and class_weight are not supported with Dask input: the weighted "
@@ -109,6 +115,49 @@ def fit_private_problems(Z, y, classes, loss, epsilon, alpha, perturbation, rng,
     return np.vstack(results)
 
 
+def as_input_dtype(X, *arrays):
+    """``arrays`` in float32 when ``X`` is float32 (as scikit-learn's models keep it).
+
+    The release is drawn in float64 on its grid; rounding it to float32 is
+    post-processing, so it costs nothing.
+    """
+    if getattr(X, "dtype", None) == np.float32:
+        return tuple(a.astype(np.float32) for a in arrays)
+    return arrays
+
+
+#: scikit-learn ``LogisticRegression`` parameters a dpsk linear model does not take,
+#: with what to do instead (for a user who swaps one for the other).
+SKLEARN_ONLY = {
+    "C": "scikit-learn's C is 1 / (n_samples * alpha) here: pass alpha (or keep "
+         "alpha='auto', chosen from public quantities)",
+    "penalty": "the privacy proofs cover the L2 penalty only, whose strength is alpha",
+    "max_iter": "the solver runs until it certifies the gradient norm tol, which the "
+                "privacy noise covers, so there is no iteration cap: set tol instead",
+    "verbose": "a private fit prints nothing: what a solver prints can depend on the data",
+    "solver": "the solver is fixed: a certified Newton method with a fallback that always "
+              "reaches tol",
+    "l1_ratio": "the privacy proofs cover the L2 penalty only (alpha)",
+    "dual": "the solver is fixed (a certified primal Newton method)",
+    "intercept_scaling": "the intercept is a regularised constant feature, scaled so that "
+                         "rows keep norm <= 1",
+    "warm_start": "every private fit starts afresh (a warm start would carry the last "
+                  "model's data into the next release)",
+}
+
+
+def refuse_sklearn_only(estimator_name, unsupported):
+    """Raise a TypeError that says what to use instead of scikit-learn-only parameters."""
+    if not unsupported:
+        return
+    lines = [f"{name!r}: {SKLEARN_ONLY[name]}" for name in unsupported if name in SKLEARN_ONLY]
+    unknown = sorted(name for name in unsupported if name not in SKLEARN_ONLY)
+    if unknown:
+        lines.append(f"{unknown}: not parameters of {estimator_name}")
+    raise TypeError(f"{estimator_name} got parameters it does not take. " + "; ".join(lines)
+                    + ".")
+
+
 class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstimator):
     """Common fit/predict of DP linear classifiers; subclasses choose the loss."""
 
@@ -136,6 +185,21 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
     def _make_loss(self, n_classes=2):
         """The loss of the release for ``n_classes`` (declared) classes."""
         raise NotImplementedError
+
+    def __new__(cls, *args, **kwargs):
+        # Before __init__ refuses them with a bare "unexpected keyword argument":
+        # say what to use instead of LogisticRegression's own parameters. (Not in
+        # __init__, whose signature scikit-learn reads as the list of parameters.)
+        refuse_sklearn_only(cls.__name__, [name for name in kwargs if name in SKLEARN_ONLY
+                                           and name not in cls._get_param_names()])
+        return super().__new__(cls)
+
+    def set_params(self, **params):
+        """As scikit-learn's, with a hint for ``LogisticRegression``'s own parameters."""
+        refuse_sklearn_only(type(self).__name__,
+                            [name for name in params if name in SKLEARN_ONLY
+                             and name not in self.get_params(deep=False)])
+        return super().set_params(**params)
 
     def _privacy_event(self):
         """The ledger event of one fit: what the mechanism is, not just its pair.
@@ -203,8 +267,28 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         self._check_params_before_fit()
         warn_if_classes_undeclared(self.classes)
         warn_if_column_vector(y)
-        return self._fit_with_budget(self._validate_weighted_input, self._release, X, y,
-                                     sample_weight)
+        return self._fit_with_budget(self._validate_at_norm(resolve_data_norm(self)),
+                                     self._release, X, y, sample_weight)
+
+    def _validate_at_norm(self, data_norm):
+        """The domain checks, recording the fit's ``data_norm_`` (public) as they start.
+
+        Set inside the fit protocol, so that a refused fit leaves the
+        estimator as it was.
+        """
+        def validate(*args):
+            self.data_norm_ = data_norm
+            return self._validate_weighted_input(*args)
+
+        return validate
+
+    def _row_norm(self):
+        """The row bound of this fit: ``data_norm_`` (set by ``fit``), else ``data_norm``.
+
+        A model saved before ``data_norm_`` existed has a numeric ``data_norm``.
+        """
+        fitted = self.__dict__.get("data_norm_")
+        return float(self.data_norm) if fitted is None else fitted
 
     def _resolve_alpha(self, n, d, loss, n_classes, epsilon, delta, loss_at=None):
         """The L2 strength of this fit: ``alpha``, or the alpha rule's for ``"auto"``.
@@ -260,13 +344,14 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
 
     def _release(self, data, *, epsilon, delta):
         X, y, classes, weights = data
+        data_norm = self._row_norm()
         if is_dask_array(X):
-            Z = DaskDesignRows(X, self.data_norm, self.fit_intercept)
+            Z = DaskDesignRows(X, data_norm, self.fit_intercept)
         elif weights is not None:
             # The weighted solvers take a stored design (dense or CSR).
-            Z = design_matrix(X, self.data_norm, self.fit_intercept)
+            Z = design_matrix(X, data_norm, self.fit_intercept)
         else:
-            Z = design_rows(X, self.data_norm, self.fit_intercept)
+            Z = design_rows(X, data_norm, self.fit_intercept)
         loss = self._make_loss(len(classes))
         alpha = self._resolve_alpha(*Z.shape, loss, len(classes), epsilon, delta)
         W = fit_private_problems(
@@ -274,7 +359,8 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
             noise_source(self.random_state), tol=self.tol, delta=delta,
             n_jobs=self.n_jobs, sample_weight=weights,
         )
-        coef, intercept = unscale_coef(W, self.data_norm, self.fit_intercept)
+        coef, intercept = unscale_coef(W, data_norm, self.fit_intercept)
+        coef, intercept = as_input_dtype(X, coef, intercept)
         return {"classes_": classes, "coef_": coef, "intercept_": intercept, "alpha_": alpha}
 
     def decision_function(self, X):
@@ -296,7 +382,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         check_not_datetime(X)
         X = finite_rows_advised(validate_data, self, X, accept_sparse="csr", dtype=np.float64,
                                 reset=False)
-        X = clip_rows(X, self.data_norm)
+        X = clip_rows(X, self._row_norm())
         scores = np.asarray(X @ self.coef_.T) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
 

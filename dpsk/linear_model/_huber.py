@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from .._optimize._losses import HuberLoss
-from ._base import BaseDPLinearClassifier
+from ._base import AUTO_DATA_NORM, BaseDPLinearClassifier
 from ._logistic import _SHARED_ATTRS_DOC, _SHARED_PARAMS_DOC
 
 __all__ = ["DPHuberSVM"]
@@ -62,11 +62,12 @@ class DPHuberSVM(BaseDPLinearClassifier):
 
     _parameter_constraints = {
         **BaseDPLinearClassifier._parameter_constraints,
+        "data_norm": AUTO_DATA_NORM,
         "h": [Interval(Real, 0, np.inf, closed="neither")],
     }
 
     def __init__(self, epsilon=1.0, alpha="auto", perturbation="objective", fit_intercept=True,
-                 data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
+                 data_norm="auto", tol=1e-10, accountant=None, n_jobs=None,
                  random_state=None, h=0.5, classes=None, delta=0.0, class_weight=None):
         self.epsilon = epsilon
         self.alpha = alpha

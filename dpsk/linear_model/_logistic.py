@@ -4,7 +4,7 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from .._optimize._losses import LogisticLoss, MultinomialLoss
-from ._base import BaseDPLinearClassifier
+from ._base import AUTO_DATA_NORM, BaseDPLinearClassifier
 
 __all__ = ["DPLogisticRegression"]
 
@@ -68,11 +68,23 @@ _SHARED_PARAMS_DOC = f"""
         Fit an intercept as a regularised constant feature: each row becomes
         ``[x / data_norm, 1] / sqrt(2)`` so that its norm stays <= 1 and the
         objective stays strongly convex in every coordinate.
-    data_norm : float, default=1.0
-        Declared bound on the L2 norm of a row. Rows above it are scaled down to
-        it, in ``fit`` and in prediction, silently (a count of clipped rows would
-        be a noise-free statistic of the data). Choose it from domain
-        knowledge: it is never derived from the data, which would leak.
+    data_norm : float or "auto", default="auto"
+        Bound on the L2 norm of a row. Rows above it are scaled down to it, in
+        ``fit`` and in prediction, silently (a count of clipped rows would be
+        a noise-free statistic of the data). ``"auto"`` (the default) takes
+        the bound the step before the model in its pipeline publishes, known
+        before any data is read: ``sqrt(p + c)`` after
+        :func:`~dpsk.preprocessing.make_table_encoder`, ``sqrt(d)`` after
+        :class:`~dpsk.preprocessing.PrivateBoundsScaler` or
+        :class:`~dpsk.preprocessing.BoundedScaler`, the clipper's norm after
+        :class:`~dpsk.preprocessing.RowNormClipper` (see
+        :func:`dpsk.pipeline.published_row_bound`). Without such a step (the
+        model fitted on its own) it is 1, and ``fit`` warns
+        (:class:`~dpsk.pipeline.DataNormWarning`, a fixed text): raw features
+        clipped to norm 1 keep only their direction, and the model can end up
+        predicting one class. A number declares the bound from domain
+        knowledge: it is never derived from the data, which would leak. The
+        value used is ``data_norm_``.
     tol : float, default=1e-10
         Bound on the gradient norm the solver must certify. The privacy noise
         accounts for it (output perturbation adds ``2 tol / alpha`` to the
@@ -105,6 +117,10 @@ _SHARED_ATTRS_DOC = """
     alpha_ : float
         The L2 strength this fit used: ``alpha``, or the alpha rule's value
         for ``alpha="auto"`` (a function of public quantities only).
+    data_norm_ : float
+        The row bound this fit used: ``data_norm``, or for ``"auto"`` the
+        bound the preceding pipeline step publishes (else 1). Prediction clips
+        rows to it too.
     n_features_in_ : int
         Number of features seen in fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -175,11 +191,12 @@ class DPLogisticRegression(BaseDPLinearClassifier):
 
     _parameter_constraints = {
         **BaseDPLinearClassifier._parameter_constraints,
+        "data_norm": AUTO_DATA_NORM,
         "multi_class": [StrOptions({"auto", "ovr", "multinomial"})],
     }
 
     def __init__(self, epsilon=1.0, alpha="auto", perturbation="objective", fit_intercept=True,
-                 data_norm=1.0, tol=1e-10, accountant=None, n_jobs=None,
+                 data_norm="auto", tol=1e-10, accountant=None, n_jobs=None,
                  random_state=None, classes=None, delta=0.0, multi_class="auto",
                  class_weight=None):
         self.epsilon = epsilon

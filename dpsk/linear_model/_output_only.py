@@ -5,7 +5,7 @@ import numpy as np
 from .._data._design import design_matrix, unscale_coef
 from .._data._validation import binary_targets, refuse_fit_params
 from ..mechanisms._random import noise_source
-from ._base import BaseDPLinearClassifier
+from ._base import BaseDPLinearClassifier, as_input_dtype
 from ._logistic import DPLogisticRegression
 
 __all__ = []
@@ -100,7 +100,7 @@ class _OutputOnlyClassifier(BaseDPLinearClassifier):
 
     def _release(self, data, *, epsilon, delta):
         X, y, classes, weights = data  # None unless the subclass takes weights
-        Z = design_matrix(X, self.data_norm, self.fit_intercept)
+        Z = design_matrix(X, self._row_norm(), self.fit_intercept)
         targets = binary_targets(y, classes)
         loss, loss_at = self._constants(Z.shape[0], X.shape[1])
         alpha = self._resolve_alpha(*Z.shape, loss, len(classes), epsilon, delta, loss_at)
@@ -112,7 +112,8 @@ class _OutputOnlyClassifier(BaseDPLinearClassifier):
                               **weighted)
             for t, child in zip(targets, children)
         ])
-        coef, intercept = unscale_coef(W, self.data_norm, self.fit_intercept)
+        coef, intercept = as_input_dtype(X, *unscale_coef(W, self._row_norm(),
+                                                           self.fit_intercept))
         return {"classes_": classes, "coef_": coef, "intercept_": intercept, "alpha_": alpha}
 
     # The same probabilities as DPLogisticRegression (post-processing of the scores).

@@ -110,7 +110,8 @@ def robust_accuracy(model, X, y, radius, norm=2):
     X = validate_data(model, X, accept_sparse="csr", dtype=np.float64, reset=False)
     y = np.asarray(y)
     W, b = np.atleast_2d(model.coef_), np.ravel(model.intercept_)
-    data_norm = getattr(model, "data_norm", None)
+    data_norm = (model._row_norm() if hasattr(model, "_row_norm")
+                 else getattr(model, "data_norm", None))
     if data_norm is None:
         return float(np.mean(_robust_rows(X, y, W, b, model.classes_, radius, norm)))
     clipped = clip_rows(X, data_norm)

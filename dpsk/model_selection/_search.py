@@ -5,6 +5,7 @@ parts and the exponential mechanism) and the random stopping of Liu and Talwar
 (2019) (every candidate trained on all the training rows, private scores).
 """
 
+import dataclasses
 import math
 import warnings
 from numbers import Integral, Real
@@ -36,11 +37,14 @@ from .._data._validation import (
 )
 from .._mixin import PrivacyAccountingMixin
 from .._silence import muted, one_process, silenced
+from ..accounting._events import RepeatAndSelectEvent
 from ..accounting._ledger import BudgetAccountant, _validate_cost
 from ..accounting._scratch import ScratchLedger
 from ..mechanisms._noise import exponential_mechanism
 from ..mechanisms._random import noise_source, public_rng, validate_random_state
+from ..pipeline._budget import private_steps
 from ..pipeline._check import _learning_parts
+from ..pipeline._dry import dry_run
 from ._repeat import _TimeProgress, plan_repeat, repeat_and_select, rule_alpha, rule_cache
 from ._stopping import (
     RANDOM_STOPPING_FACTOR,
@@ -170,11 +174,17 @@ def _check_shapes(X, y):
 
 
 def _learned_steps(estimator, prefix=""):
-    """Names of the steps before the private one that learn from the data (nested too)."""
+    """Names of the steps before the private one that learn from the data (nested too).
+
+    Private preprocessing (:class:`~dpsk.preprocessing.PrivateBoundsScaler`,
+    also inside the schema encoder) learns with noise: it is a release, which
+    every run of the search refits on its own rows and pays for
+    (:meth:`DPGridSearch._preprocessing_epsilon`), not a leak.
+    """
     if not isinstance(estimator, Pipeline):
         return []
     found = [part for name, step in estimator.steps[:-1]
-             for part in _learning_parts(prefix + name, step)]
+             for part in _learning_parts(prefix + name, step, allow_private=True)]
     name, final = estimator.steps[-1]
     return found + _learned_steps(final, f"{prefix}{name}__")
 
@@ -186,8 +196,15 @@ def _validate_through(estimator, X, y):
     them learns nothing; the private step's ``_validate_input`` then refuses input
     outside its domain. Only whether the input is in the domain comes out, and
     the number of columns the private step sees (public: the steps are
-    data-independent functions of the declared columns), or None.
+    data-independent functions of the declared columns), or None. Private
+    preprocessing steps run in a dry run (``dpsk.pipeline._dry``): they check
+    their input and hand on public stand-ins, and spend nothing.
     """
+    with dry_run():
+        return _validate_through_steps(estimator, X, y)
+
+
+def _validate_through_steps(estimator, X, y):
     while isinstance(estimator, Pipeline):
         for name, step in estimator.steps[:-1]:
             if step is not None and step != "passthrough":
@@ -308,12 +325,32 @@ def _unwrap(results):
     return [result for _, result in results]
 
 
+def _preprocessing_paths(estimator):
+    """Paths of the private steps of ``estimator`` before its private model."""
+    prefix, _ = _private_final_step(estimator)
+    final = prefix[:-2]  # "<name>__" -> "<name>"; "" for the model itself
+    return [path for path, _ in private_steps(estimator) if path != final]
+
+
+def _run_settings(estimator, random_state, ledger):
+    """``set_params`` keywords giving every private step of a run ``ledger`` and its seed.
+
+    The private model gets ``random_state``; each private preprocessing step a
+    seed derived from it (None stays None: fresh secure noise), so that no two
+    steps share a noise stream.
+    """
+    prefix, _ = _private_final_step(estimator)
+    settings = {prefix + "random_state": random_state, prefix + "accountant": ledger}
+    for i, path in enumerate(_preprocessing_paths(estimator)):
+        settings[path + "__random_state"] = _derived_seed(random_state, 5, i)
+        settings[path + "__accountant"] = ledger
+    return settings
+
+
 def _for_run(prototype, random_state):
     """A fresh copy of ``prototype`` with its own noise seed and scratch ledger."""
     estimator = clone(prototype)
-    prefix, _ = _private_final_step(estimator)
-    return estimator.set_params(**{prefix + "random_state": random_state,
-                                   prefix + "accountant": ScratchLedger()})
+    return estimator.set_params(**_run_settings(estimator, random_state, ScratchLedger()))
 
 
 def _best_of_runs(runs, prototypes, run_eps, X_train, y_train, X_val, y_val, fit_params=None):
@@ -478,9 +515,15 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         ``y`` once (with a :class:`~dpsk.ClassesFromDataWarning`) and declares
         them to every candidate, so a part that lacks a class fits anyway.
         Earlier pipeline steps must be data-independent
-        (``FunctionTransformer``, ``Normalizer``, ...): if any candidate has a
-        step that learns from the data (``StandardScaler``), the search refuses
-        to run unless ``allow_learned_steps=True``.
+        (``FunctionTransformer``, ``Normalizer``, ...) or private
+        preprocessing (``PrivateBoundsScaler``, the schema encoder with
+        ``bounds_epsilon``): every run refits those at their own epsilon, on
+        its own rows, and the search's one charge covers them too (``+ b`` for
+        ``"disjoint"``, ``+ 3 b`` for ``"random-stopping"``, a pure component of
+        every run's curve for ``"repeat"``; ``b`` their epsilon). If any
+        candidate has a step that learns from the data without noise
+        (``StandardScaler``), the search refuses to run unless
+        ``allow_learned_steps=True``.
         Inner estimators must not print: a truthy ``verbose`` (or
         ``verbosity``) parameter anywhere in a candidate is refused before
         anything is spent, and everything inner fits print or log is discarded
@@ -739,12 +782,9 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         declared ``classes``."""
         estimator = clone(self.estimator).set_params(**params)
         prefix, _ = _private_final_step(estimator)  # the grid may replace the step
-        settings = {
-            prefix + "epsilon": self.epsilon if epsilon is None else epsilon,
-            # In memory only: pickled to a worker it writes no journal file.
-            prefix + "accountant": ScratchLedger(),
-            prefix + "random_state": random_state,
-        }
+        # In memory only: pickled to a worker it writes no journal file.
+        settings = _run_settings(estimator, random_state, ScratchLedger())
+        settings[prefix + "epsilon"] = self.epsilon if epsilon is None else epsilon
         if classes is not None:
             settings[prefix + "classes"] = classes
         return estimator.set_params(**settings)
@@ -799,7 +839,54 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             )
         return inner_eps, inner_delta
 
+    def _preprocessing_epsilon(self):
+        """Per candidate, the epsilon its private preprocessing spends in one run.
+
+        Every run (every part of ``"disjoint"``, every run of the others, the
+        refit) refits the candidate's whole pipeline, private bounds included,
+        on its own rows, at the steps' own epsilons. Pure steps only (their
+        events are pure): a step with ``delta > 0`` is refused (free).
+        """
+        out = []
+        for params in self._candidate_params():
+            estimator = clone(self.estimator).set_params(**params)
+            steps = dict(private_steps(estimator))
+            total = 0.0
+            for path in _preprocessing_paths(estimator):
+                event = steps[path]._privacy_event()
+                if event.delta > 0:
+                    raise ValueError(
+                        f"Step {path!r} has delta > 0: DPGridSearch accounts for private "
+                        "preprocessing with pure epsilon only. Nothing was spent.")
+                total += event.epsilon
+            out.append(total)
+        return out
+
     def _privacy_cost(self):
+        """The search's cost with its private preprocessing: ``epsilon`` plus what the
+        runs' private bounds spend, composed as the method composes its runs.
+
+        ``"disjoint"``: the parts are disjoint, so the bounds of all the parts
+        cost what one part's do (``+ b``), and a refit refits them (``+ 2 b``).
+        ``"random-stopping"``: a run with the bounds is ``(eps0 + b)``-DP, and
+        the theorem triples it (``+ 3 b``; a refit adds ``b``). ``"repeat"``:
+        each candidate's run curve gets the bounds' pure component; the plan
+        (after validation, when ``n`` is known) gives the event, see
+        :meth:`_plan`. ``b`` is the largest over the candidates.
+        """
+        epsilon, delta = self._search_cost()
+        extra = max(self._preprocessing_epsilon())
+        if extra == 0 or len(self._candidate_params()) == 1:
+            return epsilon + extra, delta
+        method = self._method()
+        if method == "disjoint":
+            return epsilon + (2.0 if self.refit else 1.0) * extra, delta
+        if method == "random-stopping":
+            return epsilon + (4.0 if self.refit else 3.0) * extra, delta
+        return epsilon, delta  # repeat: the planned event (see _plan)
+
+    def _search_cost(self):
+        """The search's own ``(epsilon, delta)``, without private preprocessing."""
         epsilon, _ = _validate_cost(self.epsilon, 0.0)
         if epsilon == 0:
             raise ValueError("epsilon must be > 0, got 0.")
@@ -921,6 +1008,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             )
         self._fit_with_budget(self._validate_input, self._release, X, y, sample_weight)
         self.privacy_event_ = self.__dict__.pop("_spent_event")
+        self.privacy_spent_ = (self.privacy_event_.epsilon, self.privacy_event_.delta)
         return self
 
     def _validate_input(self, X, y, sample_weight=None):
@@ -966,7 +1054,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             raise ValueError(
                 "DPGridSearch with method='repeat' splits the data into a training and "
                 f"a validation part and needs at least 2 rows; got {n}.")
-        epsilon, delta = self._privacy_cost()
+        epsilon, delta = self._search_cost()
         n_val = min(max(int(round(self.validation_fraction * n)), 1), n - 1)
         steps = [_private_final_step(self._make_candidate(p, None, classes))
                  for p in candidates]
@@ -976,8 +1064,29 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             # chosen or not: only a model's own X is read. The default grid varies
             # alpha alone, so its width is the released model's n_features_in_.
             widths = [w if not path else None for (path, _), w in zip(steps, widths)]
-        return plan_repeat([final for _, final in steps], n - n_val, len(classes), epsilon,
+        plan = plan_repeat([final for _, final in steps], n - n_val, len(classes), epsilon,
                            delta, n_features=widths, multipliers=self._multipliers())
+        return self._with_preprocessing(plan)
+
+    def _with_preprocessing(self, plan):
+        """The plan, its event charging each run's private preprocessing too.
+
+        A run of candidate ``i`` refits its private bounds (pure, ``b_i``) before
+        its model: its Renyi curve gains the pure component ``("pure", b_i)``.
+        The scores' noise stays as planned (its curve was below the model's
+        alone, so it is below the run's). The search's epsilon grows to what
+        the augmented curves give at its delta.
+        """
+        extras = self._preprocessing_epsilon()
+        if not any(extras):
+            return plan
+        candidates = tuple(comps + ((("pure", b, 1),) if b > 0 else ())
+                           for comps, b in zip(plan.event.candidates, extras))
+        old = plan.event
+        epsilon = RepeatAndSelectEvent._epsilon_of(candidates, old.eta, old.gamma, old.delta)
+        event = RepeatAndSelectEvent(candidates=candidates, eta=old.eta, gamma=old.gamma,
+                                     delta=old.delta, claimed_epsilon=epsilon)
+        return dataclasses.replace(plan, event=event)
 
     def _release_repeat(self, X, y, classes, candidates, widths, weights=None):
         """Papernot and Steinke's repeat-and-select (``_repeat.py``)."""
@@ -1004,7 +1113,12 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         return fitted
 
     def _release(self, data, *, epsilon, delta):
-        """Run the search with everything printed or logged discarded (see ``_quietly``)."""
+        """Run the search with everything printed or logged discarded (see ``_quietly``).
+
+        The runs split the search's own budget (:meth:`_search_cost`); the
+        charged ``epsilon`` also covers their private preprocessing.
+        """
+        epsilon, delta = self._search_cost()
         with muted():
             return self._release_muted(data, epsilon=epsilon, delta=delta)
 
@@ -1131,6 +1245,11 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
     def _fitted(self, best, candidates, index):
         prefix, _ = _private_final_step(best)
         _, user_final = _private_final_step(clone(self.estimator).set_params(**candidates[index]))
+        user = clone(self.estimator).set_params(**candidates[index])
+        user_params = user.get_params(deep=True)
+        for path in _preprocessing_paths(best):  # the user's own ledger and seed back
+            best.set_params(**{path + "__accountant": user_params[path + "__accountant"],
+                               path + "__random_state": user_params[path + "__random_state"]})
         best.set_params(**{
             # Refitting the released model must charge the user's ledger, not the
             # throwaway one.

@@ -71,7 +71,9 @@ data, so its result is public.
 """
 
 import sys
+import threading
 import warnings
+import weakref
 
 from sklearn.compose import ColumnTransformer
 from sklearn.impute import MissingIndicator, SimpleImputer
@@ -89,6 +91,8 @@ from sklearn.preprocessing import (
     SplineTransformer,
 )
 from sklearn.random_projection import GaussianRandomProjection, SparseRandomProjection
+
+from ._dry import dry_recorder
 
 __all__ = ["check_pipeline", "warn_if_pipeline_leaks", "LeakyPipelineWarning",
            "NonPrivateSelectionWarning"]
@@ -558,11 +562,129 @@ def _calling_context(estimator):
             outermost = (frame, level)
     if outermost is None:
         return [], [], 0
-    frame, level = outermost
-    while frame.f_back is not None and frame.f_globals.get("__name__", "").split(".")[0] in (
-            "sklearn", "dpsk", "joblib"):
+    return chain, metas, user_stacklevel(*outermost)
+
+
+#: scikit-learn's cross-validation entry points: their ``estimator`` is the user's object.
+_CV_ENTRIES = ("cross_validate", "cross_val_predict", "validation_curve", "learning_curve",
+               "permutation_test_score")
+
+
+def _call_owner(estimator):
+    """The user's object whose call is fitting ``estimator``, for warning once per object.
+
+    The outermost pipeline, meta-estimator (a search, a calibrator) or
+    cross-validated estimator (the ``estimator`` of ``cross_validate`` and the
+    like) above the fit; the estimator itself for a plain fit; None in a worker
+    process, where only scikit-learn's fitting function is visible. Read from
+    object identities in the call stack, as :func:`_calling_context` does.
+    """
+    frame, owner, in_cv = sys._getframe(1), None, False
+    while frame is not None:
+        name = frame.f_code.co_name
+        if name in _CV_ENTRIES and _from_sklearn(frame):
+            owner = frame.f_locals.get("estimator", owner)
+        elif name in _CV_FUNCTIONS and _from_sklearn(frame):
+            in_cv = True
+        else:
+            caller = _frame_object(frame)
+            if caller is not None and caller is not estimator:
+                if is_private_step(caller):
+                    break  # an enclosing dpsk fit (a search's run) answers for above
+                owner = caller
+        frame = frame.f_back
+    if owner is None:
+        return None if in_cv else estimator
+    return owner
+
+
+#: id(owner) -> (weak reference to it, {(category, text)} already given).
+_GIVEN = {}
+_GIVEN_LOCK = threading.Lock()
+
+
+def _first_for_owner(category, text, estimator):
+    """Whether this warning was not yet given for the same owner (and note that it was).
+
+    Once per pipeline, search or cross-validated estimator, not once per fold:
+    dpsk silences each fit's own warnings, which resets Python's once-per-line
+    registry. The entry goes when the owner is collected (a weak reference), so
+    the rule is the same in every run. A fit in a worker (process or thread)
+    sees no owner and always warns.
+    """
+    owner = _call_owner(estimator)
+    if owner is None:
+        return True  # a worker sees no owner: every fit warns (in the worker)
+    key = id(owner)
+    with _GIVEN_LOCK:
+        entry = _GIVEN.get(key)
+        if entry is not None and entry[0]() is not owner:
+            entry = None  # a dead owner's id, reused
+        if entry is None:
+            try:
+                ref = weakref.ref(owner, lambda _, key=key: _GIVEN.pop(key, None))
+            except TypeError:  # not weakly referenceable: warn every time
+                return True
+            entry = _GIVEN[key] = (ref, set())
+        if (category, text) in entry[1]:
+            return False
+        entry[1].add((category, text))
+    return True
+
+
+#: Top-level modules whose frames are not the user's: a warning points above them.
+_LIBRARIES = ("sklearn", "dpsk", "joblib")
+#: Modules that run a worker's task (process and thread pools, ``python -m``).
+_RUNNERS = ("multiprocessing", "concurrent", "threading", "runpy", "loky", "__main__")
+
+
+def _top_module(frame):
+    return frame.f_globals.get("__name__", "").split(".")[0]
+
+
+def _is_runner(frame):
+    """A frame of the machinery that runs a worker's task (never the user's code)."""
+    name = _top_module(frame)
+    if name == "__main__":  # a worker started as ``python -m ...loky...``
+        return "joblib" in frame.f_code.co_filename or "loky" in frame.f_code.co_filename
+    return name in _RUNNERS
+
+
+def user_stacklevel(frame, level):
+    """The ``stacklevel`` that points a warning at the user's line above ``frame``.
+
+    ``frame`` sits ``level`` levels above the call to :func:`warnings.warn`.
+    The first frame above it outside scikit-learn, joblib and dpsk is the
+    user's. In a worker process or thread there is none: only the pool's
+    machinery (``multiprocessing``, ``concurrent.futures``, loky) runs the
+    task, and a warning pointed there would name ``multiprocessing/process.py``.
+    The warning then points at the outermost scikit-learn or dpsk frame (other
+    than scikit-learn's parallel helpers), such as scikit-learn's
+    ``_fit_and_score``: it says what ran.
+    """
+    named = level if _is_named(frame) else None
+    while frame.f_back is not None and _top_module(frame) in _LIBRARIES:
         frame, level = frame.f_back, level + 1
-    return chain, metas, level
+        if _is_named(frame):
+            named = level
+    if _top_module(frame) in _LIBRARIES or _only_runners(frame):
+        return named if named is not None else level
+    return level
+
+
+def _is_named(frame):
+    """A scikit-learn or dpsk frame that says what ran (not a parallel helper)."""
+    name = frame.f_globals.get("__name__", "")
+    return name.split(".")[0] in ("sklearn", "dpsk") and not name.startswith("sklearn.utils")
+
+
+def _only_runners(frame):
+    """Whether ``frame`` and everything above it belong to a worker's machinery."""
+    while frame is not None:
+        if not (_is_runner(frame) or _top_module(frame) in _LIBRARIES):
+            return False
+        frame = frame.f_back
+    return True
 
 
 def _leaks_in_chain(chain):
@@ -613,12 +735,15 @@ def warn_from_calling_pipeline(estimator):
     for obj, _ in metas:
         if _is_resampling(obj):
             raise ValueError(_RESAMPLE_REFUSAL.format(name=type(obj).__name__))
+    if dry_recorder() is not None:
+        return  # a dry run refuses what the fit would; the fit itself warns
+    # Once per pipeline or search, not per fold (_first_for_owner).
     names = _leaks_in_chain(chain)
-    if names:
+    if names and _first_for_owner(LeakyPipelineWarning, _leak_message(names), estimator):
         warnings.warn(_leak_message(names), LeakyPipelineWarning, stacklevel=stacklevel)
-    texts = _selection_texts(metas)
-    if texts:
-        warnings.warn(" ".join(texts), NonPrivateSelectionWarning, stacklevel=stacklevel)
+    text = " ".join(_selection_texts(metas))
+    if text and _first_for_owner(NonPrivateSelectionWarning, text, estimator):
+        warnings.warn(text, NonPrivateSelectionWarning, stacklevel=stacklevel)
 
 
 def _leak_message(names):

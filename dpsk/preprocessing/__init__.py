@@ -10,9 +10,15 @@ fit is an epsilon-DP release charged to the ledger. Use
 :func:`dpsk.check_pipeline` to find the steps of a pipeline that learn without noise.
 """
 
-from ._bounds import PrivateBoundsScaler, bounds_grid
+from ._bounds import (
+    PrivateBoundsScaler,
+    PrivateBoundsWarning,
+    bounds_epsilon_needed,
+    bounds_grid,
+)
 from ._data import BoundedScaler, RowNormClipper
-from ._table import make_table_encoder, table_norm_bound
+from ._table import TableEncoder, make_table_encoder, table_norm_bound
 
-__all__ = ["BoundedScaler", "PrivateBoundsScaler", "RowNormClipper", "bounds_grid",
-           "make_table_encoder", "table_norm_bound"]
+__all__ = ["BoundedScaler", "PrivateBoundsScaler", "PrivateBoundsWarning", "RowNormClipper",
+           "TableEncoder", "bounds_epsilon_needed", "bounds_grid", "make_table_encoder",
+           "table_norm_bound"]

@@ -37,6 +37,9 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen in ``fit``, when ``X`` has string column names.
+    row_norm_bound_ : float
+        ``data_norm``: the bound on every output row's L2 norm, which a
+        private model after it with ``data_norm="auto"`` reads.
 
     See Also
     --------
@@ -86,6 +89,7 @@ class RowNormClipper(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         self._validate_params()
         validate_data(self, X, accept_sparse="csr", dtype=FLOAT_DTYPES)
+        self.row_norm_bound_ = float(self.data_norm)
         return self
 
     def transform(self, X):
@@ -145,6 +149,9 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen in ``fit``, when ``X`` has string column names.
+    row_norm_bound_ : float
+        ``sqrt(n_features_in_)``: the bound on every output row's L2 norm,
+        which a private model after it with ``data_norm="auto"`` reads.
 
     See Also
     --------
@@ -221,6 +228,7 @@ class BoundedScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self._validate_params()
         X = validate_data(self, X, dtype=FLOAT_DTYPES)
         self._bounds(X.shape[1], X.dtype)
+        self.row_norm_bound_ = float(np.sqrt(X.shape[1]))
         return self
 
     def transform(self, X):

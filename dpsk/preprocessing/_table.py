@@ -9,17 +9,23 @@ from sklearn.compose import ColumnTransformer
 from sklearn.impute import SimpleImputer
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+from sklearn.utils.validation import _num_samples
 
+from .._data._validation import PublicRefusal
 from ._bounds import PrivateBoundsScaler
 from ._data import BoundedScaler
 
-__all__ = ["make_table_encoder", "table_norm_bound"]
+__all__ = ["TableEncoder", "make_table_encoder", "table_norm_bound"]
 
 _HANDLE_UNKNOWN = ("ignore", "error")
 
 
 def _is_number(value):
-    return isinstance(value, Real) and not isinstance(value, bool)
+    return isinstance(value, Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_bool(value):
+    return isinstance(value, (bool, np.bool_))
 
 
 def _check_keys(numeric, categorical):
@@ -82,10 +88,15 @@ def _check_categories(column, values, fill):
     if len(set(values)) != len(values):
         raise ValueError(f"categorical[{column!r}] lists a category more than once: "
                          f"{values!r}.")
+    if _coded_as_text(values, fill):
+        # Booleans (a bool or pandas "boolean" column), and numeric codes next to a
+        # string fill: encoded through their names ("False", "1"), so that the
+        # fill value can sit beside them (_as_categories maps the entries).
+        values = [_category_text(v) for v in values]
     strings = all(isinstance(v, str) for v in values)
     if not (strings or all(_is_number(v) for v in values)):
-        raise ValueError(f"categorical[{column!r}] must hold only strings or only numbers, "
-                         f"got {values!r}.")
+        raise ValueError(f"categorical[{column!r}] must hold only strings, only numbers or "
+                         f"only booleans, got {values!r}.")
     if fill is not None:
         if strings != isinstance(fill, str):
             raise ValueError(f"fill_categorical={fill!r} does not match the type of the "
@@ -94,6 +105,19 @@ def _check_categories(column, values, fill):
         if fill not in values:
             values.append(fill)
     return values if strings else sorted(values)
+
+
+def _coded_as_text(values, fill):
+    """Whether a column's declared categories are encoded through their names."""
+    return (all(_is_bool(v) for v in values)
+            or (isinstance(fill, str) and all(_is_number(v) for v in values)))
+
+
+def _category_text(value):
+    """The name a boolean or numeric category is encoded by: ``"True"``, ``"1"``, ``"2.5"``."""
+    if _is_bool(value):
+        return str(bool(value))
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _check_schema(numeric, categorical, fill_categorical=None):
@@ -144,17 +168,32 @@ def _as_numbers(X, columns):
     """Numeric columns as float64 with NaN for missing entries, or a public refusal.
 
     Converting in this stateless step, rather than in ``SimpleImputer``, keeps
-    the offending value out of the message: numpy's error would quote it.
+    the offending value out of the message: numpy's error would quote it. The
+    refusals name the column (declared, public) and never the value.
     """
     values = _missing_to_nan(X)
-    try:
-        return values.astype(np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"Numeric column {columns} holds a value that is not a number. "
-                         "The encoder refuses it before anything is fitted or spent.") from None
+    if values.ndim == 1:
+        values = values.reshape(-1, 1)
+    out = np.empty(values.shape, dtype=np.float64)
+    for j, column in enumerate(columns):
+        try:
+            out[:, j] = values[:, j].astype(np.float64)
+        except (TypeError, ValueError):
+            failed = True
+        else:
+            failed = False
+        if failed:
+            raise PublicRefusal(f"Numeric column {column!r} holds a value that is not a "
+                                "number. The encoder refuses it before anything is fitted "
+                                "or spent.")
+        if np.isinf(out[:, j]).any():
+            raise PublicRefusal(f"Numeric column {column!r} holds an infinite value. The "
+                                "encoder refuses it before anything is fitted or spent; "
+                                "replace it by a number or a missing value (NaN).")
+    return out
 
 
-def _as_categories(X, columns, categories, fill, refuse_unknown):
+def _as_categories(X, columns, categories, fill, refuse_unknown, coded=None):
     """Categorical columns with NaN for missing entries, checked against the declaration.
 
     A column of string categories is returned as objects even when every entry
@@ -165,22 +204,87 @@ def _as_categories(X, columns, categories, fill, refuse_unknown):
     values = _missing_to_nan(X)
     if values.dtype != object and any(isinstance(c, str) for cats in categories for c in cats):
         values = values.astype(object)
+    for j, declared in (coded or {}).items():  # booleans and numeric codes: by name
+        present = ~_is_missing(values[:, j])
+        values[present, j] = [_declared_text(v, declared) for v in values[present, j]]
     if refuse_unknown:
         missing = _is_missing(values) if values.dtype == object else np.isnan(values)
         for j, (column, declared) in enumerate(zip(columns, categories)):
             allowed = set(declared) | ({fill} if fill is not None else set())
             if any(v not in allowed for v in values[~missing[:, j], j]):
-                raise ValueError(
+                raise PublicRefusal(
                     f"Categorical column {column!r} holds a value outside its declared "
                     "categories (handle_unknown='error'). The encoder refuses it before "
                     "anything is fitted or spent.")
     return values
 
 
+def _declared_text(value, declared):
+    """The name of the declared category equal to ``value``, or ``value`` (undeclared)."""
+    if _is_bool(value) or _is_number(value):
+        for category in declared:
+            if value == category:
+                return _category_text(category)
+    return value
+
+
 def _numeric_fill(fill_numeric, low, high):
     if isinstance(fill_numeric, str) and fill_numeric == "midpoint":
         return (low + high) / 2.0
     return float(fill_numeric)
+
+
+class TableEncoder(ColumnTransformer):
+    """The column transformer :func:`make_table_encoder` builds: checks its columns first.
+
+    A :class:`~sklearn.compose.ColumnTransformer` in every respect (and
+    accepted by :func:`dpsk.check_pipeline` as one), except that ``fit``,
+    ``fit_transform`` and ``transform`` first refuse input without rows or
+    without a declared column, with a
+    :class:`~dpsk._data._validation.PublicRefusal` that names the missing
+    columns (they come from the schema, so the message is public) instead of
+    scikit-learn's messages. Build it with :func:`make_table_encoder`.
+    """
+
+    def _declared_columns(self):
+        return [column for _, _, columns in self.transformers for column in columns]
+
+    def _check_table(self, X):
+        try:
+            n_rows = _num_samples(X)
+        except TypeError:
+            n_rows = None  # not a table: scikit-learn refuses it
+        if n_rows == 0:
+            raise PublicRefusal("X has no rows. The encoder refuses it before anything is "
+                                "fitted or spent.")
+        declared = self._declared_columns()
+        if all(isinstance(c, str) for c in declared):
+            if not hasattr(X, "columns"):
+                raise PublicRefusal("The schema names its columns, so X must be a pandas "
+                                    "DataFrame with those column names. Nothing was spent.")
+            missing = [c for c in declared if c not in set(X.columns)]
+        else:
+            width = getattr(X, "shape", (0, None))[1:2]
+            missing = ([c for c in declared if c >= width[0]] if width and width[0] is not None
+                       else [])
+        if missing:
+            raise PublicRefusal(f"Columns {missing} of the schema are missing from X. The "
+                                "encoder refuses it before anything is fitted or spent.")
+
+    def fit(self, X, y=None, **params):
+        """Check the declared columns are there, then fit as a ColumnTransformer."""
+        self._check_table(X)
+        return super().fit(X, y, **params)
+
+    def fit_transform(self, X, y=None, **params):
+        """Check the declared columns are there, then fit_transform as a ColumnTransformer."""
+        self._check_table(X)
+        return super().fit_transform(X, y, **params)
+
+    def transform(self, X, **params):
+        """Check the declared columns are there, then transform as a ColumnTransformer."""
+        self._check_table(X)
+        return super().transform(X, **params)
 
 
 def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint",
@@ -212,7 +316,12 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
         schema.
     categorical : mapping of column to list, default=None
         Declared categories of each categorical column: non-empty, no
-        duplicates, only strings or only numbers, no missing value. Values
+        duplicates, only strings, only numbers or only booleans (a bool or
+        pandas ``boolean`` column, declared ``[False, True]``; its indicator
+        columns are named ``<column>_False`` and ``<column>_True``), no
+        missing value. Booleans, and numeric codes (``[0, 1]``) next to a
+        string ``fill_categorical``, are encoded through their names
+        (``<column>_1``), so that missing entries get their own indicator. Values
         outside the list are handled as ``handle_unknown`` says.
     fill_numeric : "midpoint" or float, default="midpoint"
         Value put in place of a missing (NaN) numeric entry, before scaling:
@@ -239,9 +348,11 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
 
     Returns
     -------
-    encoder : sklearn.compose.ColumnTransformer
-        Unfitted, with ``sparse_threshold=0`` and ``remainder="drop"``. Its output
-        has, in this order, one column per numeric column with declared bounds,
+    encoder : TableEncoder
+        A :class:`~sklearn.compose.ColumnTransformer` that first checks the
+        declared columns are present (refusals name the column). Unfitted,
+        with ``sparse_threshold=0`` and ``remainder="drop"``. Its output has,
+        in this order, one column per numeric column with declared bounds,
         one per numeric column without (values in ``[0, 1]``), then the one-hot
         columns of each categorical column. Every output row has
         L2 norm at most :func:`table_norm_bound` of the same schema.
@@ -321,15 +432,19 @@ def make_table_encoder(numeric=None, categorical=None, *, fill_numeric="midpoint
         mark = FunctionTransformer(
             _as_categories, feature_names_out="one-to-one",
             kw_args={"columns": list(categories), "categories": list(categories.values()),
-                     "fill": fill_categorical, "refuse_unknown": handle_unknown == "error"})
+                     "fill": fill_categorical, "refuse_unknown": handle_unknown == "error",
+                     "coded": {j: list(categorical[column])
+                               for j, column in enumerate(categorical or {})
+                               if _coded_as_text(list(categorical[column]),
+                                                 fill_categorical)}})
         steps = [("mark_missing", mark), ("onehot", onehot)]
         if fill_categorical is not None:
             steps.insert(1, ("impute", SimpleImputer(strategy="constant",
                                                      fill_value=fill_categorical,
                                                      keep_empty_features=True)))
         transformers.append(("categorical", Pipeline(steps), list(categories)))
-    return ColumnTransformer(transformers, remainder="drop", sparse_threshold=0,
-                             verbose_feature_names_out=False)
+    return TableEncoder(transformers, remainder="drop", sparse_threshold=0,
+                        verbose_feature_names_out=False)
 
 
 def _check_bounds_epsilon(bounds_epsilon, learned):

@@ -105,6 +105,33 @@ class UtilityCurve:
     n_test: int
     description: str
 
+    def __repr__(self):
+        return (f"UtilityCurve({self.description}; {len(self.epsilons)} epsilons from "
+                f"{self.epsilons[0]:.3g} to {self.epsilons[-1]:.3g}, "
+                f"{self.accuracy.shape[1]} draws each, {self.n_train:,} training rows, "
+                f"{self.n_test:,} held out)")
+
+    def __str__(self):
+        """The curve as a table: one line per epsilon (what ``print(curve)`` shows)."""
+        level = f"{self.confidence:.0%}"
+        banded = self.mode == "public"
+        head = f"{'epsilon':>9}  {'accuracy':>8}"
+        if banded:
+            head += f"  {level + ' band':>16}  {'one fit, ' + level:>16}"
+        head += f"  {'loss':>8}"
+        lines = [repr(self), head]
+        band, spread = self.accuracy_band, self.accuracy_spread
+        for i, epsilon in enumerate(self.epsilons):
+            line = f"{epsilon:>9.3g}  {self.accuracy_mean[i]:>8.4f}"
+            if banded:
+                line += (f"  [{band[0, i]:.4f}, {band[1, i]:.4f}]"
+                         f"  [{spread[0, i]:.4f}, {spread[1, i]:.4f}]")
+            line += f"  {self.loss_mean[i]:>8.4f}"
+            lines.append(line)
+        lines.append("recommend(target_accuracy=...) inverts it; plot() draws it "
+                     "(pip install \"dpsk[plot]\").")
+        return "\n".join(lines)
+
     @property
     def accuracy_mean(self):
         return self.accuracy.mean(axis=1)
@@ -201,8 +228,8 @@ class UtilityCurve:
         try:
             import matplotlib.pyplot as plt
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("UtilityCurve.plot needs matplotlib "
-                              "(pip install matplotlib).") from exc
+            raise ImportError("UtilityCurve.plot needs matplotlib: "
+                              "pip install \"dpsk[plot]\" (or matplotlib).") from exc
         for metric in metrics:
             if metric not in ("accuracy", "loss"):
                 raise ValueError(f"metrics must be 'accuracy' or 'loss', got {metric!r}.")

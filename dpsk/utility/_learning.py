@@ -13,6 +13,8 @@ rows_needed` inverts it. Nothing is charged to any ledger.
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.pipeline import Pipeline
+from sklearn.utils import _safe_indexing
 
 from ..mechanisms._random import public_rng
 from ._common import check_epsilons, check_estimator, describe
@@ -89,6 +91,23 @@ class LearningCurve:
     train_sizes: np.ndarray
     curves: tuple
 
+    def __repr__(self):
+        return (f"LearningCurve({self.curves[0].description}; "
+                f"{len(self.train_sizes)} training-set sizes from {self.train_sizes[0]:,} "
+                f"to {self.train_sizes[-1]:,}, epsilons {list(map(float, self.epsilons))})")
+
+    def __str__(self):
+        """Mean held-out accuracy, one line per training-set size, one column per epsilon."""
+        head = f"{'rows':>9}" + "".join(f"  {'eps=' + format(e, 'g'):>10}"
+                                         for e in self.epsilons)
+        lines = [repr(self), "mean held-out accuracy", head]
+        means = [self.metric_at(e)[0] for e in self.epsilons]
+        for i, n in enumerate(self.train_sizes):
+            lines.append(f"{n:>9,}" + "".join(f"  {m[i]:>10.4f}" for m in means))
+        lines.append("rows_needed(epsilon, target_accuracy=...) inverts it; plot() draws "
+                     "it (pip install \"dpsk[plot]\").")
+        return "\n".join(lines)
+
     @property
     def epsilons(self):
         """The epsilons every curve was measured at."""
@@ -149,8 +168,8 @@ class LearningCurve:
         try:
             import matplotlib.pyplot as plt
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("LearningCurve.plot needs matplotlib "
-                              "(pip install matplotlib).") from exc
+            raise ImportError("LearningCurve.plot needs matplotlib: "
+                              "pip install \"dpsk[plot]\" (or matplotlib).") from exc
         if ax is None:
             _, ax = plt.subplots(figsize=(5.5, 3.8))
         for epsilon in self.epsilons:
@@ -192,8 +211,10 @@ def learning_curve(estimator, X, y, *, train_sizes=None, epsilons=(0.1, 1.0), n_
 
     Parameters
     ----------
-    estimator : DPLogisticRegression, DPHuberSVM or DPKernelClassifier
-        Cloned, never refitted.
+    estimator : DPLogisticRegression, DPHuberSVM, DPKernelClassifier or Pipeline
+        Cloned, never refitted. A pipeline ending in such a model is fitted
+        whole, its private steps sharing each epsilon as their declared
+        epsilons do (:func:`~dpsk.utility.utility_curve`).
     X : array-like of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
         Public features and labels.
@@ -228,17 +249,19 @@ def learning_curve(estimator, X, y, *, train_sizes=None, epsilons=(0.1, 1.0), n_
     check_estimator(estimator)
     eps = _check_learning_epsilons(epsilons)
     n_draws, confidence, classes, (X_train, y_train, X_test, y_test) = _checked_public_split(
-        X, y, n_draws, test_size, confidence, random_state, progress)
+        X, y, n_draws, test_size, confidence, random_state, progress,
+        raw=isinstance(estimator, Pipeline))
     sizes = _check_train_sizes(train_sizes, len(y_train))
     order = public_rng(random_state).permutation(len(y_train))
-    X_train, y_train = X_train[order], y_train[order]
+    X_train, y_train = _safe_indexing(X_train, order), y_train[order]
     curves = []
     for k, n in enumerate(sizes):
         seeds = None if random_state is None else curve_seeds(random_state + k + 1, len(eps),
                                                               n_draws)
         curves.append(_monte_carlo(
             estimator, classes, eps, n_draws, seeds,
-            (X_train[:n], y_train[:n], X_test, y_test), confidence, n_jobs, progress,
+            (_safe_indexing(X_train, np.arange(n)), y_train[:n], X_test, y_test), confidence,
+            n_jobs, progress,
             describe(estimator, "public, learning curve")))
     return LearningCurve(train_sizes=sizes, curves=tuple(curves))
 

@@ -115,7 +115,7 @@ def probe_curve(estimator, X, y, *, X_private=None, y_private=None, n_samples=No
     UtilityCurve
         ``mode="probe"``: one column, no bands.
     """
-    check_estimator(estimator)
+    check_estimator(estimator, pipelines=False)
     eps = None if epsilons is None else check_epsilons(epsilons)
     if extrapolation not in EXTRAPOLATIONS:
         raise ValueError(f"extrapolation must be one of {EXTRAPOLATIONS}, got {extrapolation!r}.")
@@ -285,8 +285,8 @@ def _design(estimator, X):
         data_norm = 1.0
     else:
         X = validate_data(estimator, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        Z = design_matrix(X, estimator.data_norm, estimator.fit_intercept)
-        data_norm = estimator.data_norm
+        data_norm = estimator._row_norm()
+        Z = design_matrix(X, data_norm, estimator.fit_intercept)
     coef = estimator.coef_[0]
     if estimator.fit_intercept:  # the inverse of dpsk._data._validation.unscale_coef
         w = np.append(coef * (data_norm / INTERCEPT_SCALE),

@@ -5,8 +5,11 @@ import warnings
 
 import numpy as np
 from joblib import Parallel, delayed
+from sklearn.base import clone
 from sklearn.model_selection import train_test_split
-from sklearn.utils.validation import check_X_y
+from sklearn.pipeline import Pipeline
+from sklearn.utils import indexable
+from sklearn.utils.validation import check_X_y, column_or_1d
 
 from .._optimize._solution_cache import reusing_solutions
 from ..accounting._ledger import BudgetAccountant
@@ -18,6 +21,7 @@ from ._common import (
     check_fraction,
     describe,
     held_out_metrics,
+    pipeline_shares,
 )
 from ._curve import UtilityCurve
 
@@ -55,11 +59,17 @@ def utility_curve(estimator, X, y, *, epsilons=None, n_draws=20, test_size=0.3,
 
     Parameters
     ----------
-    estimator : DPLogisticRegression, DPHuberSVM or DPKernelClassifier
+    estimator : DPLogisticRegression, DPHuberSVM, DPKernelClassifier or Pipeline
         Unfitted or fitted; it is cloned, never refitted. Its ``classes`` is
-        taken from ``y`` if not declared (the data is public).
+        taken from ``y`` if not declared (the data is public). A pipeline
+        ending in such a model (the quickstart's: the schema encoder with
+        private bounds, then the model) is fitted whole, on the raw public
+        table: the curve is then against the *total* epsilon of one fit,
+        which every private step shares in the proportions of its declared
+        ``epsilon`` (bounds 0.2 and model 0.8 give shares 0.2 and 0.8).
     X : array-like of shape (n_samples, n_features)
-        Public features.
+        Public features (for a pipeline, whatever its first step takes, such
+        as a DataFrame).
     y : array-like of shape (n_samples,)
         Public labels.
     epsilons : array-like of shape (k,), default=np.logspace(-2, 1, 12)
@@ -103,15 +113,18 @@ def utility_curve(estimator, X, y, *, epsilons=None, n_draws=20, test_size=0.3,
     check_estimator(estimator)
     eps = check_epsilons(epsilons)
     n_draws, confidence, classes, split = _checked_public_split(
-        X, y, n_draws, test_size, confidence, random_state, progress)
+        X, y, n_draws, test_size, confidence, random_state, progress,
+        raw=isinstance(estimator, Pipeline))
     return _monte_carlo(estimator, classes, eps, n_draws, curve_seeds(random_state, len(eps),
                                                                     n_draws),
                         split, confidence, n_jobs, progress, describe(estimator, "public"))
 
 
-def _checked_public_split(X, y, n_draws, test_size, confidence, random_state, progress):
+def _checked_public_split(X, y, n_draws, test_size, confidence, random_state, progress,
+                          raw=False):
     """The checks of the public-mode curves, then one split of the public data.
 
+    ``raw``: ``X`` goes to a pipeline's first step as it is (a DataFrame, say).
     Returns ``(n_draws, confidence, classes, (X_train, y_train, X_test, y_test))``.
     """
     n_draws = check_count(n_draws, "n_draws", 2)
@@ -120,7 +133,11 @@ def _checked_public_split(X, y, n_draws, test_size, confidence, random_state, pr
     validate_random_state(random_state)
     if progress not in (True, False, "auto"):
         raise ValueError(f"progress must be True, False or 'auto', got {progress!r}.")
-    X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64)
+    if raw:
+        X, y = indexable(X, y)
+        y = column_or_1d(y)
+    else:
+        X, y = check_X_y(X, y, accept_sparse="csr", dtype=np.float64)
     classes = np.unique(y)
     if classes.size < 2:
         raise ValueError("y must hold at least two classes.")
@@ -138,12 +155,7 @@ def _monte_carlo(estimator, classes, eps, n_draws, seeds, split, confidence, n_j
                  description):
     """The Monte Carlo of :func:`utility_curve` on a given split: a :class:`UtilityCurve`."""
     X_train, y_train, X_test, y_test = split
-    # The workers get the parameters, never a ledger: pickling one would share it.
-    base = estimator.get_params(deep=False)
-    base.pop("accountant", None)
-    if base.get("classes") is None:
-        base["classes"] = classes  # public data: its labels are no secret
-    base = (type(estimator), base)
+    base = _template(estimator, classes)
     store = _shared_solutions(base, X_train, y_train)
     tasks = [(float(e), None if seeds is None else int(seeds[i, j]))
              for i, e in enumerate(eps) for j in range(n_draws)]
@@ -209,9 +221,31 @@ def curve_seeds(random_state, n_epsilons, n_draws):
     return sequence.generate_state(n_epsilons * n_draws).reshape(n_epsilons, n_draws) >> 1
 
 
+def _template(estimator, classes):
+    """What every draw is built from, holding no ledger (pickling one would share it).
+
+    A model: ``(class, parameters)``. A pipeline: ``(None, (copy, shares))``, the
+    copy's private steps without a ledger, each to get its share of a draw's
+    epsilon. Undeclared classes are the public data's (its labels are no secret).
+    """
+    if isinstance(estimator, Pipeline):
+        shares = pipeline_shares(estimator)
+        copy = clone(estimator).set_params(**{f"{path}__accountant": None
+                                              for path, _ in shares})
+        final_path = shares[-1][0]
+        if copy._final_estimator.get_params(deep=False).get("classes") is None:
+            copy.set_params(**{f"{final_path}__classes": classes})
+        return None, (copy, shares)
+    params = estimator.get_params(deep=False)
+    params.pop("accountant", None)
+    if params.get("classes") is None:
+        params["classes"] = classes
+    return type(estimator), params
+
+
 def _shared_solutions(base, X_train, y_train):
     """Solve output perturbation's non-private problem once, for all draws (else None)."""
-    if base[1]["perturbation"] != "output":
+    if base[0] is None or base[1]["perturbation"] != "output":
         return None
     store = {}
     with reusing_solutions(store):
@@ -221,12 +255,27 @@ def _shared_solutions(base, X_train, y_train):
 
 def _fit(base, epsilon, seed, X, y):
     cls, params = base
-    # A fresh unlimited ledger per fit: nothing reaches the user's or the default one.
-    est = cls(**{**params, "epsilon": epsilon, "random_state": seed,
-                 "accountant": BudgetAccountant()})
+    if cls is None:  # a pipeline: each private step its share, its own seed and ledger
+        copy, shares = params
+        est = clone(copy)
+        for i, (path, share) in enumerate(shares):
+            est.set_params(**{f"{path}__epsilon": share * epsilon,
+                              f"{path}__random_state": _step_seed(seed, i),
+                              f"{path}__accountant": BudgetAccountant()})
+    else:
+        # A fresh unlimited ledger per fit: nothing reaches the user's or the default one.
+        est = cls(**{**params, "epsilon": epsilon, "random_state": seed,
+                     "accountant": BudgetAccountant()})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # weak-epsilon warnings: this is a simulation
         return est.fit(X, y)
+
+
+def _step_seed(seed, index):
+    """The seed of a pipeline's ``index``-th private step in one draw (None stays None)."""
+    if seed is None:
+        return None
+    return int(np.random.SeedSequence([int(seed), index]).generate_state(1)[0] >> 1)
 
 
 def _one_draw(base, epsilon, seed, X_train, y_train, X_test, y_test, store):
