@@ -3,9 +3,9 @@
 * the vector discrete Laplace sampler (``dpsk/mechanisms/_discrete.py``):
   chi-square law tests with power against noise 10% too small, its exact
   building blocks, and the paths for large scales and large draws;
-* the histogram mechanism (``dpsk/mechanisms/_histogram.py``): the noise law
-  of the released counts, the L1 sensitivity on neighbouring data sets
-  (weighted and not), the conditions it enforces;
+* the histogram mechanism the leaves use is naive Bayes'
+  (``dpsk/mechanisms/_counts.py``): its law, sensitivity and conditions are
+  tested in ``tests/test_count_mechanisms.py``;
 * the forest release (``dpsk/mechanisms/_forest.py``): the structure reads no
   data, the leaf counts' sensitivity with shared and disjoint rows, the split
   statistics', the law of the leaf noise seen through a fitted estimator (and a
@@ -28,7 +28,7 @@ from _sklearn_checks import WEIGHT_XFAILS, parametrize_with_checks
 from scipy import stats
 from test_discrete_samplers import _laplace_pvalue
 
-import dpsk.mechanisms._histogram as histogram_module
+import dpsk.mechanisms._counts as counts_module
 from dpsk import (
     BudgetAccountant,
     DPDecisionTreeClassifier,
@@ -36,6 +36,7 @@ from dpsk import (
     PrivateFitError,
     PureDPEvent,
 )
+from dpsk.mechanisms._counts import laplace_noise
 from dpsk.mechanisms._discrete import (
     _bernoulli_exp_vector,
     _uniform_below,
@@ -50,23 +51,9 @@ from dpsk.mechanisms._forest import (
     split_maps,
 )
 from dpsk.mechanisms._forest_rule import MAX_CELLS, MAX_TREES, forest_plan
-from dpsk.mechanisms._histogram import (
-    WEIGHT_UNITS,
-    discrete_laplace_variance,
-    laplace_scale,
-    noisy_histogram,
-)
 from dpsk.mechanisms._random import NoiseSource, public_rng
 
 P_THRESHOLD = 1e-3
-
-
-def _binned_laplace_pvalue(draws, scale, bins=20):
-    """Chi-square p-value on equiprobable bins of the Laplace law (for large scales, where
-    the discrete law and the continuous one agree to ``1 / scale``)."""
-    edges = stats.laplace.ppf(np.linspace(0, 1, bins + 1)[1:-1], scale=float(scale))
-    observed = np.bincount(np.searchsorted(edges, draws), minlength=bins)
-    return stats.chisquare(observed, np.full(bins, len(draws) / bins)).pvalue
 
 
 # -- the vector sampler -------------------------------------------------------------------
@@ -139,80 +126,10 @@ def test_bernoulli_exp_vector_frequencies_and_power():
     assert stats.binomtest(int(hits[-1]), 6000, math.exp(-0.9)).pvalue < P_THRESHOLD
 
 
-# -- the histogram mechanism --------------------------------------------------------------
-
-
-def test_laplace_scale_rounds_up_and_keeps_small_terms():
-    for sensitivity, epsilon in ((2, 0.1), (200, 0.3), (2, 7.0), (6, 1e-4)):
-        scale = laplace_scale(sensitivity, epsilon)
-        exact = Fraction(sensitivity) / Fraction(epsilon)
-        assert exact <= scale < exact + Fraction(1, histogram_module.SCALE_UNITS)
-        assert scale.numerator < 1 << 61 and scale.denominator <= histogram_module.SCALE_UNITS
-
-
-@pytest.mark.parametrize("weighted", [False, True])
-def test_noisy_histogram_noise_law_and_power(weighted):
-    rng = np.random.default_rng(0)
-    n, r, n_cells, epsilon = 500, 3, 6000, 0.7
-    cells = rng.integers(0, n_cells, size=(n, r))
-    weights = rng.random(n) if weighted else None
-    release = noisy_histogram(cells, n_cells, epsilon, NoiseSource.seeded(16), weights=weights)
-    units = WEIGHT_UNITS if weighted else 1
-    quantised = np.ones(n, dtype=np.int64) if not weighted else np.rint(weights * units)
-    true = np.zeros(n_cells)
-    np.add.at(true, cells.ravel(), np.repeat(quantised, r))
-    noise = np.rint(release.counts * units - true).astype(np.int64)
-    np.testing.assert_array_equal(noise, release.counts * units - true)  # integer noise
-    scale = 2 * r * units / epsilon
-    pvalue = _binned_laplace_pvalue if weighted else _laplace_pvalue
-    assert pvalue(noise, scale) > P_THRESHOLD
-    assert pvalue(noise, scale * 0.9) < P_THRESHOLD
-    assert release.variance == pytest.approx(discrete_laplace_variance(scale) / units**2,
-                                             rel=1e-6)
-    assert release.event == PureDPEvent(epsilon)
-
-
 def _noise_free(monkeypatch):
-    """Replace the noise of noisy_histogram by zeros: the true counts come out."""
-    monkeypatch.setattr(histogram_module, "discrete_laplace_vector",
+    """Replace the count noise by zeros: the true counts come out."""
+    monkeypatch.setattr(counts_module, "discrete_laplace_vector",
                         lambda scale, size, rng: np.zeros(size, dtype=np.int64))
-
-
-@pytest.mark.parametrize("weighted", [False, True])
-def test_noisy_histogram_sensitivity_on_neighbours(weighted, monkeypatch):
-    _noise_free(monkeypatch)
-    rng = np.random.default_rng(1)
-    n, r, n_cells = 50, 4, 30
-    for _ in range(200):
-        cells = rng.integers(0, n_cells, size=(n, r))
-        weights = rng.random(n) if weighted else None
-        other_cells, other_weights = cells.copy(), None if weights is None else weights.copy()
-        i = rng.integers(n)
-        other_cells[i] = rng.integers(0, n_cells, size=r)
-        if weighted:
-            other_weights[i] = rng.random()
-        a = noisy_histogram(cells, n_cells, 1.0, NoiseSource.seeded(0), weights=weights)
-        b = noisy_histogram(other_cells, n_cells, 1.0, NoiseSource.seeded(0),
-                            weights=other_weights)
-        assert np.abs(a.counts - b.counts).sum() <= 2 * r + 1e-12
-
-
-def test_noisy_histogram_enforces_its_conditions():
-    source = NoiseSource.seeded(0)
-    with pytest.raises(ValueError):
-        noisy_histogram(np.array([0, 5]), 5, 1.0, source)
-    with pytest.raises(ValueError):
-        noisy_histogram(np.array([0, -1]), 5, 1.0, source)
-    with pytest.raises(ValueError):
-        noisy_histogram(np.array([0.0, 1.0]), 5, 1.0, source)
-    with pytest.raises(ValueError):
-        noisy_histogram(np.array([0, 1]), 5, 1.0, source, weights=np.array([0.5, 1.5]))
-    with pytest.raises(ValueError):
-        noisy_histogram(np.array([0, 1]), 5, 1.0, source, weights=np.array([0.5, np.nan]))
-    with pytest.raises(TypeError):
-        noisy_histogram(np.array([0, 1]), 5, 1.0, np.random.default_rng(0))
-    with pytest.raises(ValueError):
-        noisy_histogram(np.array([0, 1]), 5, 0.0, source)
 
 
 # -- the forest release -------------------------------------------------------------------
@@ -304,14 +221,14 @@ def test_leaf_noise_law_through_the_estimator():
     scale = 2 * 5 / 1.5
     assert _laplace_pvalue(noise, scale) > P_THRESHOLD
     assert _laplace_pvalue(noise, scale * 0.9) < P_THRESHOLD
-    assert forest.leaf_count_variance_ == pytest.approx(discrete_laplace_variance(scale))
+    assert forest.leaf_count_variance_ == pytest.approx(laplace_noise(10, 1.5).variance)
 
 
 def test_mutation_of_the_sensitivity_is_caught(monkeypatch):
     # A release that calibrated for one tree's sensitivity instead of T trees' would
     # draw noise 5 times too small; the law test above rejects it.
-    real = histogram_module.laplace_scale
-    monkeypatch.setattr(histogram_module, "laplace_scale",
+    real = counts_module.laplace_noise
+    monkeypatch.setattr(counts_module, "laplace_noise",
                         lambda sensitivity, epsilon: real(2, epsilon))
     _, noise = _leaf_noise()
     assert _laplace_pvalue(noise, 2 * 5 / 1.5) < P_THRESHOLD

@@ -15,7 +15,7 @@ The release of :class:`~dpsk.DPDecisionTreeClassifier` and
    and the private forests of Jagannathan, Pillaipakkamnatt and Wright (2012)
    and Fletcher and Islam (2017);
 3. every tree's leaf-by-class counts plus exact discrete Laplace noise
-   (:func:`~dpsk.mechanisms._histogram.noisy_histogram`), the trees sharing
+   (:func:`~dpsk.mechanisms._counts.noisy_histogram`), the trees sharing
    the rows with the budget split between them, or each on its own part of the
    rows at the whole budget.
 
@@ -28,7 +28,7 @@ counts.
 import numpy as np
 
 from ..accounting._events import PureDPEvent
-from ._histogram import noisy_histogram
+from ._counts import count_variance, noisy_histogram
 
 __all__ = ["SPLIT_BINS", "split_statistics", "random_structure", "node_thresholds",
            "apply_trees", "forest_release", "forest_proba", "UNIFORM_SHARE",
@@ -57,7 +57,7 @@ def split_statistics(X01, codes, n_classes, epsilon, rng, weights=None):
     """Each feature's class-conditional histogram on :data:`SPLIT_BINS` bins: ``epsilon``-DP.
 
     Every row adds to one cell per feature (its bin, its class), ``d`` cells
-    in all, so :func:`~dpsk.mechanisms._histogram.noisy_histogram` calibrates
+    in all, so :func:`~dpsk.mechanisms._counts.noisy_histogram` calibrates
     its noise to an L1 sensitivity of ``2 d``.
 
     Parameters
@@ -79,10 +79,11 @@ def split_statistics(X01, codes, n_classes, epsilon, rng, weights=None):
     """
     n, d = X01.shape
     bins = np.minimum((X01 * SPLIT_BINS).astype(np.int64), SPLIT_BINS - 1)
-    cells = (np.arange(d)[None, :] * SPLIT_BINS + bins) * n_classes + codes[:, None]
-    release = noisy_histogram(cells, d * SPLIT_BINS * n_classes, epsilon, rng,
-                              weights=weights)
-    return release.counts.reshape(d, SPLIT_BINS, n_classes), release.event
+    # One block of SPLIT_BINS * n_classes cells per feature.
+    cells = bins * n_classes + codes[:, None]
+    counts, _, event = noisy_histogram(cells, [SPLIT_BINS * n_classes] * d, epsilon, rng,
+                                       sample_weight=weights)
+    return counts.reshape(d, SPLIT_BINS, n_classes), event
 
 
 def split_maps(counts):
@@ -213,7 +214,7 @@ def forest_release(X, codes, n_classes, low, high, epsilon, *, n_trees, depth, p
 
     Guarantee: ``epsilon``-differentially private under replace-one
     neighbours, by basic composition of at most two releases of
-    :func:`~dpsk.mechanisms._histogram.noisy_histogram`:
+    :func:`~dpsk.mechanisms._counts.noisy_histogram`:
 
     * the split statistics (:func:`split_statistics`) at ``split_share *
       epsilon``, when ``split_share > 0``;
@@ -276,18 +277,20 @@ def forest_release(X, codes, n_classes, low, high, epsilon, *, n_trees, depth, p
     n_leaves = 2**depth
     leaves = apply_trees(X, feature, threshold, depth)  # (n_trees, n)
     if partition == "shared":
-        cells = ((np.arange(n_trees)[:, None] * n_leaves + leaves) * n_classes
-                 + codes[None, :]).T
+        # One block of n_leaves * n_classes cells per tree; a row adds to each.
+        cells = (leaves * n_classes + codes[None, :]).T
+        n_bins = [n_leaves * n_classes] * n_trees
     else:
         tree_of_row = public_rng.permutation(n) % n_trees
         cells = (tree_of_row * n_leaves + leaves[tree_of_row, np.arange(n)]) * n_classes + codes
-    counts = noisy_histogram(cells, n_trees * n_leaves * n_classes,
-                             (1.0 - split_share) * epsilon, noise_rng, weights=weights)
+        n_bins = n_trees * n_leaves * n_classes
+    counts, noise, _ = noisy_histogram(cells, n_bins, (1.0 - split_share) * epsilon, noise_rng,
+                                       sample_weight=weights)
     release = {
         "feature": feature,
         "threshold": threshold,
-        "leaf_counts": counts.counts.reshape(n_trees, n_leaves, n_classes),
-        "leaf_variance": counts.variance,
+        "leaf_counts": counts.reshape(n_trees, n_leaves, n_classes),
+        "leaf_variance": count_variance(noise, weights is not None),
         "feature_weights": feature_weights,
         "split_counts": split_counts,
     }

@@ -118,7 +118,7 @@ class BaseRandomTreesClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEst
             Class labels, among the declared ``classes``.
         sample_weight : float or array-like of shape (n_samples,), default=None
             Row weights in [0, 1]: a row adds its weight (rounded to a
-            multiple of ``2^-16``) to its counts, so one row still moves the
+            multiple of ``2^-10``) to its counts, so one row still moves the
             counts by at most what the noise is calibrated for (``docs/trees.rst``,
             "Weights"), multiplied by the normalised ``class_weight``. Outside
             [0, 1], NaN or of the wrong shape: refused for free.
