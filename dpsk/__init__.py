@@ -28,6 +28,7 @@ from .accounting import (
     PureDPEvent,
     default_accountant,
 )
+from .ensemble import DPRandomForestClassifier
 from .kernel import DPKernelClassifier
 from .linear_model import (
     DPHuberSVM,
@@ -49,6 +50,7 @@ from .pipeline import (
     warn_if_pipeline_leaks,
 )
 from .prediction import DPPredictionEnsemble, DPStabilityPredictor
+from .tree import DPDecisionTreeClassifier
 
 # The one place the version is written: pyproject.toml reads it (tool.setuptools.dynamic).
 __version__ = "0.1.0.dev0"
@@ -88,4 +90,6 @@ __all__ = [
     "DataNormWarning",
     "DPGaussianNB",
     "DPCategoricalNB",
+    "DPDecisionTreeClassifier",
+    "DPRandomForestClassifier",
 ]

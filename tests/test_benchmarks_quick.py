@@ -206,3 +206,21 @@ def test_naive_bayes_summary_pairs_cells_and_counts_misses():
     lower, upper = tables.decade_bounds(np.array([[0.5, -3.0], [42.0, 7.0]]))
     np.testing.assert_array_equal(lower, [0.0, -10.0])
     np.testing.assert_array_equal(upper, [100.0, 10.0])
+
+
+def test_trees_summary_finds_the_strong_tables_the_forest_misses():
+    trees = pytest.importorskip("benchmarks.bench_trees")
+    records = []
+    # Table "strong": a non-private forest 0.3 below the majority; the private forest
+    # only 0.02 below it at epsilon 2 (a miss). Table "weak": nothing to learn.
+    for table, errors in (("strong", {trees.MAJORITY: 0.4, trees.NONPRIVATE: 0.1,
+                                      trees.DPSK: 0.38}),
+                          ("weak", {trees.MAJORITY: 0.4, trees.NONPRIVATE: 0.38,
+                                    trees.DPSK: 0.4})):
+        for fold in range(2):
+            for method, error in errors.items():
+                records.append(dict(table=table, epsilon=2.0, fold=fold, run=0,
+                                    method=method, error=error))
+    rows = trees.summarize(records, ("table",), trees.METHODS)
+    strong, missed = trees.learns(rows)
+    assert [r["table"] for r in strong] == ["strong"] and missed == strong

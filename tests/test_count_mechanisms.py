@@ -10,21 +10,25 @@ law of noise 10% too small on the same draws (the power check)."""
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy import stats
 from scipy.special import ndtr
 
+import dpsk.mechanisms._counts as counts_module
 import dpsk.mechanisms._moments as moments_module
 import dpsk.naive_bayes._categorical as categorical_module
 import dpsk.naive_bayes._gaussian as gaussian_module
-from dpsk import BudgetAccountant, DPCategoricalNB, DPGaussianNB
+from dpsk import BudgetAccountant, DPCategoricalNB, DPGaussianNB, PureDPEvent
 from dpsk.accounting._renyi import ORDERS, rdp_to_dp
 from dpsk.mechanisms._counts import (
+    SCALE_UNITS,
     WEIGHT_GRID,
     CountNoise,
     add_count_noise,
+    count_variance,
     grid_values,
     grid_weights,
     laplace_noise,
@@ -176,15 +180,13 @@ def test_histogram_has_the_calibrated_law(delta):
     # Two attributes per row: L1 4, squared L2 4.
     expected = (CountNoise("laplace", law.parameter) if delta == 0 else law)
     if delta == 0:
-        assert float(law.parameter) == pytest.approx(4 / 0.8, rel=1e-15)
+        assert 4 / 0.8 <= float(law.parameter) <= 4 / 0.8 + 1 / SCALE_UNITS
     else:
         assert float(law.parameter) == pytest.approx(4 / (2 * zcdp_rho(0.8, delta)), rel=1e-15)
     _check_law(noise, expected)
 
 
 def test_histogram_mutation_is_caught(monkeypatch):
-    import dpsk.mechanisms._counts as counts_module
-
     original = counts_module.laplace_noise
     monkeypatch.setattr(counts_module, "laplace_noise",
                         lambda l1, eps: original(l1, eps / SMALLER))
@@ -195,11 +197,79 @@ def test_histogram_mutation_is_caught(monkeypatch):
     assert _pvalue(noise, CountNoise("laplace", laplace_noise(2, 0.8).parameter)) < P_THRESHOLD
 
 
-def test_scales_are_exact_rationals_of_the_float_parameters():
+def test_laplace_scales_round_the_exact_rational_up_and_keep_small_terms():
     law = laplace_noise(6, 0.3)
-    from fractions import Fraction
-    assert law.parameter == Fraction(6) / Fraction(0.3)  # not 6 / 0.3 rounded
     assert law.variance == pytest.approx(2 * float(law.parameter) ** 2, rel=1e-3)
+    for sensitivity, epsilon in ((2, 0.1), (200, 0.3), (2, 7.0), (6, 1e-4), (2048 * 100, 0.01)):
+        scale = laplace_noise(sensitivity, epsilon).parameter
+        exact = Fraction(sensitivity) / Fraction(epsilon)  # not sensitivity / epsilon rounded
+        assert exact <= scale < exact + Fraction(1, SCALE_UNITS)
+        # Small terms: the vector sampler's numpy path takes it.
+        assert scale.numerator < 1 << 61 and scale.denominator <= SCALE_UNITS
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_histogram_blocks_have_the_calibrated_law(weighted):
+    # Three blocks (a row adds to one cell of each, as a row of a 3-tree forest adds to
+    # one leaf of each tree), weighted or not: discrete Laplace of scale 2 r W / epsilon.
+    rng = np.random.default_rng(0)
+    n, r, size, epsilon = 500, 3, 2000, 0.7
+    codes = rng.integers(0, size, size=(n, r))
+    weights = rng.random(n) if weighted else None
+    counts, law, event = noisy_histogram(codes, [size] * r, epsilon, NoiseSource.seeded(16),
+                                         sample_weight=weights)
+    W = WEIGHT_GRID if weighted else 1
+    per_row = np.ones(n, dtype=np.int64) if weights is None else grid_weights(weights)
+    exact = np.concatenate([np.bincount(c, weights=per_row, minlength=size) for c in codes.T])
+    noise = counts * W - exact
+    np.testing.assert_array_equal(noise, np.rint(noise))  # integer noise, exactly released
+    expected = CountNoise("laplace", Fraction(2 * r * W) / Fraction(epsilon))
+    assert float(law.parameter) == pytest.approx(float(expected.parameter), rel=1e-6)
+    _check_law(noise, expected)
+    assert count_variance(law, weighted) == pytest.approx(expected.variance / W**2, rel=1e-6)
+    assert event == PureDPEvent(epsilon)
+
+
+def _noise_free(monkeypatch):
+    monkeypatch.setattr(counts_module, "discrete_laplace_vector",
+                        lambda scale, size, rng: np.zeros(size, dtype=np.int64))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_histogram_sensitivity_on_neighbours(weighted, monkeypatch):
+    _noise_free(monkeypatch)
+    rng = np.random.default_rng(1)
+    n, r, size = 50, 4, 8
+    worst = 0.0
+    for _ in range(200):
+        codes = rng.integers(0, size, size=(n, r))
+        weights = rng.random(n) if weighted else None
+        other, other_weights = codes.copy(), None if weights is None else weights.copy()
+        i = rng.integers(n)
+        other[i] = rng.integers(0, size, size=r)
+        if weighted:
+            other_weights[i] = rng.random()
+        a, _, _ = noisy_histogram(codes, [size] * r, 1.0, NoiseSource.seeded(0),
+                                  sample_weight=weights)
+        b, _, _ = noisy_histogram(other, [size] * r, 1.0, NoiseSource.seeded(0),
+                                  sample_weight=other_weights)
+        worst = max(worst, np.abs(a - b).sum() / (2 * r))
+    assert 0.5 <= worst <= 1.0 + 1e-12
+
+
+def test_histogram_enforces_its_conditions():
+    source = NoiseSource.seeded(0)
+    for codes in (np.array([0, 5]), np.array([0, -1]), np.array([0.0, 1.0]),
+                  np.zeros((2, 3), dtype=np.int64)):  # 3 columns, one block size
+        with pytest.raises(ValueError):
+            noisy_histogram(codes, 5, 1.0, source)
+    with pytest.raises(ValueError):
+        noisy_histogram(np.array([0, 1]), 5, 1.0, source, sample_weight=np.array([0.5, np.nan]))
+    with pytest.raises(TypeError):
+        noisy_histogram(np.array([0, 1]), 5, 1.0, np.random.default_rng(0))
+    for epsilon in (0.0, -1.0, float("inf")):
+        with pytest.raises(ValueError):
+            noisy_histogram(np.array([0, 1]), 5, epsilon, source)
 
 
 def test_add_count_noise_refuses_numpy_generators():

@@ -33,6 +33,8 @@ RANKS = {
     "dpsk.linear_model": 7,
     "dpsk.naive_bayes": 7,
     "dpsk.kernel": 8,
+    "dpsk.tree": 7,
+    "dpsk.ensemble": 8,
     "dpsk.model_selection": 8,
     "dpsk.prediction": 9,
     "dpsk.utility": 9,

@@ -146,7 +146,9 @@ def test_declared_class_absent_from_y_still_gets_statistics():
     X, y = _gaussian_data()
     model = _gnb(classes=[0, 1, 2], random_state=0).fit(X, y)
     assert model.theta_.shape == (3, 4) and model.class_count_.shape == (3,)
-    assert model.class_count_[2] >= 1.0
+    # Floored at MIN_COUNT = 1 row, then rescaled with the others to the public n: so
+    # positive, but not necessarily 1 or more.
+    assert model.class_count_[2] > 0.5
     assert model.class_prior_[2] < 0.05
 
 

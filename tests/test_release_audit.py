@@ -65,11 +65,13 @@ import dpsk.kernel._random_features as kernel_module
 import dpsk.linear_model._base as linear_base
 from dpsk import (
     BudgetAccountant,
+    DPDecisionTreeClassifier,
     DPGridSearch,
     DPHuberSVM,
     DPKernelClassifier,
     DPLinearSVC,
     DPLogisticRegression,
+    DPRandomForestClassifier,
     DPRobustLogisticRegression,
     DPTiltedLogisticRegression,
     PrivateFitError,
@@ -242,15 +244,23 @@ AUDITED = [
     Config("logreg-prior-gradient-binary",
            _simple(DPLogisticRegression, perturbation="gradient", delta=1e-5)),
     Config("huber-prior-ovr-3class", _simple(DPHuberSVM, perturbation="output"), 3),
+    # Trees: declared bounds (the far row is clipped to them); the structure is fresh
+    # public randomness, or follows the released split statistics (split_share > 0).
+    Config("tree-auto", _simple(DPDecisionTreeClassifier, bounds=(-1, 1))),
+    Config("forest-auto-3class", _simple(DPRandomForestClassifier, bounds=(-1, 1)), 3),
+    Config("forest-split-stats-disjoint",
+           _simple(DPRandomForestClassifier, bounds=(-1, 1), split_share=0.5,
+                   partition="disjoint", n_estimators=3, max_depth=2)),
 ]
 
 #: The noisy release: compared by shape and dtype only (``lower_``/``upper_``:
 #: the bounds PrivateBoundsScaler learns; ``class_prior_``: the noisy class prior;
-#: ``components_``/``explained_variance_``: DPPCA's directions and noisy eigenvalues).
+#: ``components_``/``explained_variance_``: DPPCA's directions and noisy eigenvalues;
+#: the trees' noisy counts and split statistics).
 RELEASE = {"coef_", "intercept_", "lower_", "upper_", "class_prior_", "components_",
-           "explained_variance_"}
+           "explained_variance_", "leaf_counts_", "split_counts_", "feature_weights_"}
 #: Public randomness drawn fresh at every fit (shape and dtype only).
-FRESH_PUBLIC = {"random_weights_"}
+FRESH_PUBLIC = {"random_weights_", "tree_feature_", "tree_threshold_"}
 #: Fitted values of parameters (``alpha_`` for ``alpha``, resolved by the alpha rule from
 #: public quantities and the parameter; ``data_norm_`` for ``data_norm``, from the
 #: preceding step's public bound; ``method_`` of the private bounds, from the public
@@ -454,6 +464,8 @@ WEIGHTED = [
     Config("weighted-robust-linf-3class",
            _simple(DPRobustLogisticRegression, alpha=0.1, radius=0.2, norm="inf",
                    delta=1e-5), 3),
+    Config("weighted-forest-split-stats",
+           _simple(DPRandomForestClassifier, bounds=(-1, 1), split_share=0.5), 3),
 ]
 
 
@@ -492,6 +504,8 @@ def _release_bytes(model):
         model = model.best_estimator_
     if isinstance(model, Pipeline):
         model = model[-1]
+    if hasattr(model, "leaf_counts_"):
+        return model.leaf_counts_.tobytes()
     return model.coef_.tobytes() + model.intercept_.tobytes()
 
 
@@ -742,6 +756,8 @@ def test_random_state_modes(config):
     inner = [_final(m) for m in (seeded[0], other)]
     if hasattr(inner[0], "random_weights_"):
         np.testing.assert_array_equal(inner[0].random_weights_, inner[1].random_weights_)
+    if getattr(inner[0], "split_share_", None) == 0:  # a tree structure from public randomness
+        np.testing.assert_array_equal(inner[0].tree_threshold_, inner[1].tree_threshold_)
 
 
 def _final(model):

@@ -15,6 +15,8 @@ truncated tail and no rounding; there is no ``delta`` to charge for them.
   rational p, in time logarithmic in ``1 / p`` (its binary digits are independent);
 * :func:`discrete_laplace` -- ``P[Z = z]`` proportional to ``exp(-|z| / t)`` for
   rational ``t > 0`` (Canonne, Kamath and Steinke 2020, Algorithm 2);
+* :func:`discrete_laplace_vector` -- many independent draws of
+  :func:`discrete_laplace`'s law at once, the same algorithm run in numpy;
 * :func:`discrete_gaussian` -- ``P[Z = z]`` proportional to ``exp(-z^2 / (2 sigma^2))``
   for rational ``sigma^2 > 0`` (Canonne, Kamath and Steinke 2020, Algorithm 3);
 * :func:`exponential_choice` -- index ``i`` with probability proportional to
@@ -31,7 +33,9 @@ their timing.
 
 import math
 from fractions import Fraction
-from numbers import Rational
+from numbers import Integral, Rational
+
+import numpy as np
 
 from ._random import NoiseSource
 
@@ -41,6 +45,7 @@ __all__ = [
     "bernoulli_exp",
     "geometric",
     "discrete_laplace",
+    "discrete_laplace_vector",
     "discrete_gaussian",
     "exponential_choice",
 ]
@@ -335,6 +340,179 @@ def _laplace_round(t, s, rng):
     if negative and y == 0:
         return None  # -0 would count zero twice
     return -y if negative else y
+
+
+#: Largest numerator or denominator of the scale the numpy path of
+#: :func:`discrete_laplace_vector` takes: every integer it forms is then below 2^63.
+_VECTOR_LIMIT = 1 << 61
+
+
+def discrete_laplace_vector(scale, size, rng):
+    """``size`` independent draws of :func:`discrete_laplace`'s law, in numpy.
+
+    Guarantee: each entry has exactly the law ``P[Z = z]`` proportional to
+    ``exp(-|z| / t)`` for the rational scale ``t = num / den > 0``, and the
+    entries are independent. It is Algorithm 2 of Canonne, Kamath and Steinke
+    (2020), the algorithm of :func:`discrete_laplace`, run on whole arrays:
+    every pending entry plays one round at a time, and the entries a round
+    rejects play the next one. A round draws ``U`` uniform below ``num``,
+    keeps it with probability ``exp(-U / num)``, draws ``V`` geometric with
+    ratio ``exp(-1)``, sets ``Y = floor((U + num V) / den)`` and a fair sign,
+    rejecting the negative zero; rounds are independent, so an entry's first
+    accepted round has the target law (the derivation is in ``docs/privacy.rst``,
+    "Exact discrete samplers").
+
+    Each Bernoulli(exp(-gamma)) with ``gamma = a / b <= 1`` is Algorithm 1: the
+    number ``k`` of the first failed Bernoulli(gamma / k) coin, accepted when
+    ``k`` is odd. The coin of probability ``a / (b k)`` is drawn as the product
+    of two independent exact coins, ``a / b`` (a uniform integer below ``b``
+    compared with ``a``) and ``1 / k`` (a uniform integer below ``k`` equal to
+    0): the same probability, with integers no larger than ``max(b, k)``.
+    Uniform integers below ``m`` come from one or two 32-bit words of
+    :meth:`NoiseSource.words` by exact rejection (the low ``bit_length(m - 1)``
+    bits, redrawn while ``>= m``). Entries whose ``num V`` would not fit in 64
+    bits (a geometric tail of probability below ``2^-40`` for the scales used
+    here) finish the same arithmetic in Python integers, and a scale whose
+    numerator or denominator exceeds ``2^61`` takes the scalar sampler for
+    every entry: the law never depends on which path ran.
+
+    Parameters
+    ----------
+    scale : int, float or Fraction
+        ``t > 0`` and finite.
+    size : int
+        Number of draws, >= 0.
+    rng : NoiseSource
+
+    Returns
+    -------
+    draws : ndarray of shape (size,)
+        int64, or dtype object (Python ints) in the astronomically rare case
+        that a draw does not fit in 64 bits.
+    """
+    scale = to_fraction(scale, "scale")
+    if not scale > 0:
+        raise ValueError("scale must be > 0.")
+    if not isinstance(size, Integral) or isinstance(size, bool) or size < 0:
+        raise ValueError("size must be an int >= 0.")
+    _check_source(rng)
+    size = int(size)
+    t, s = scale.numerator, scale.denominator
+    if t > _VECTOR_LIMIT or s > _VECTOR_LIMIT:
+        return _as_int_array([_discrete_laplace(t, s, rng) for _ in range(size)])
+    out = np.zeros(size, dtype=np.int64)
+    big = {}  # index -> a draw beyond int64 (Python int), almost never used
+    pending = np.arange(size)
+    while pending.size:
+        accepted, values, large = _laplace_rounds(t, s, pending.size, rng)
+        done = pending[accepted]
+        out[done] = values
+        big.update((int(done[i]), value) for i, value in large.items())
+        pending = pending[~accepted]
+    if not big:
+        return out
+    out = out.astype(object)
+    for i, value in big.items():
+        out[i] = value
+    return _as_int_array(out)
+
+
+def _as_int_array(values):
+    values = [int(v) for v in values]
+    if all(-(1 << 63) <= v < (1 << 63) for v in values):
+        return np.array(values, dtype=np.int64).reshape(len(values))
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _laplace_rounds(t, s, count, rng):
+    """One round of Algorithm 2 for ``count`` entries.
+
+    Returns the mask of accepted entries, their values (int64, 0 where a value
+    is kept in Python integers instead) and ``{entry: value}`` for the values
+    computed in Python integers.
+    """
+    u = _uniform_below(t, count, rng)
+    keep = _bernoulli_exp_vector(u, t, rng)
+    u = u[keep]
+    v = _geometric_exp_minus_one(u.size, rng)
+    negative = _uniform_below(2, u.size, rng) == 1
+    # U + t V < 2^63 on the numpy path; beyond it, exact Python integers.
+    safe = v <= np.uint64(((1 << 63) - 1 - t) // t)
+    y = np.zeros(u.size, dtype=np.int64)
+    y[safe] = ((u[safe] + np.uint64(t) * v[safe]) // np.uint64(s)).astype(np.int64)
+    exact = {int(i): (int(u[i]) + t * int(v[i])) // s for i in np.flatnonzero(~safe)}
+    zero = (y == 0) & safe
+    for i, value in exact.items():
+        zero[i] = value == 0
+    fine = ~(negative & zero)  # -0 would count zero twice: reject the round
+    y = np.where(negative, -y, y)
+    for i in exact:
+        exact[i] = -exact[i] if negative[i] else exact[i]
+    accepted = np.zeros(count, dtype=bool)
+    kept = np.flatnonzero(keep)
+    accepted[kept[fine]] = True
+    # Position of each accepted entry among the accepted ones, for the Python values.
+    rank = np.cumsum(fine) - 1
+    large = {}
+    for i, value in exact.items():
+        if fine[i]:
+            large[int(rank[i])] = value
+    return accepted, y[fine], large
+
+
+def _uniform_below(m, count, rng):
+    """``count`` independent uniform integers in ``[0, m)`` (uint64), ``1 <= m <= 2^62``."""
+    bits = (m - 1).bit_length()
+    out = np.zeros(count, dtype=np.uint64)
+    if bits == 0 or count == 0:
+        return out
+    mask = np.uint64((1 << bits) - 1)
+    limit = np.uint64(m)
+    todo = np.arange(count)
+    while todo.size:
+        if bits <= 32:  # one word per draw
+            draws = rng.words(todo.size).astype(np.uint64) & mask
+        else:
+            words = rng.words(2 * todo.size).astype(np.uint64)
+            draws = (words[0::2] | (words[1::2] << np.uint64(32))) & mask
+        ok = draws < limit
+        out[todo[ok]] = draws[ok]
+        todo = todo[~ok]
+    return out
+
+
+def _bernoulli_exp_vector(a, b, rng):
+    """Bernoulli(exp(-a_i / b)) for uint64 ``0 <= a_i <= b``, by Algorithm 1 in lockstep.
+
+    Entry ``i`` draws Bernoulli(a_i / (b k)) for ``k = 1, 2, ...`` until the first
+    failure and is accepted when that ``k`` is odd; every entry still running
+    at step ``k`` shares the same ``k``.
+    """
+    result = np.zeros(a.size, dtype=bool)
+    running = np.arange(a.size)
+    k = 1
+    while running.size:
+        coin = _uniform_below(b, running.size, rng) < a[running]
+        if k > 1:
+            coin &= _uniform_below(k, running.size, rng) == 0
+        stopped = running[~coin]
+        result[stopped] = k % 2 == 1
+        running = running[coin]
+        k += 1
+    return result
+
+
+def _geometric_exp_minus_one(count, rng):
+    """``count`` draws of ``V``: the successes of Bernoulli(exp(-1)) coins before a failure."""
+    v = np.zeros(count, dtype=np.uint64)
+    running = np.arange(count)
+    while running.size:
+        success = _bernoulli_exp_vector(np.ones(running.size, dtype=np.uint64), 1, rng)
+        v[running[success]] += np.uint64(1)
+        running = running[success]
+    return v
 
 
 def discrete_gaussian(sigma2, rng):

@@ -8,7 +8,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._data._validation import finite_rows_advised
 from ..accounting._ledger import BudgetAccountant
-from ..mechanisms._counts import WEIGHT_GRID, noisy_histogram
+from ..mechanisms._counts import count_variance, noisy_histogram
 from ..mechanisms._random import noise_source
 from ._base import BaseDPNaiveBayes
 from ._estimates import check_priors, class_counts
@@ -208,8 +208,7 @@ class DPCategoricalNB(BaseDPNaiveBayes):
             block_codes, K * levels, epsilon, noise_source(self.random_state), delta=delta,
             sample_weight=weights)
         self._check_fitted_event(event)
-        unit = 1 if weights is None else WEIGHT_GRID
-        cell_variance = noise.variance / unit**2
+        cell_variance = count_variance(noise, weights is not None)
         blocks = np.split(released, np.cumsum(K * levels)[:-1])
         tables = [block.reshape(K, c) for block, c in zip(blocks, levels)]
         counts = class_counts(_class_totals(tables, levels), n if weights is None else None)
