@@ -176,7 +176,7 @@ def test_model_saved_by_an_ended_process_displays_and_clones(saved, data):
     acc = model.get_params()["accountant"]
     assert clone(model).accountant is acc
     assert model.privacy_spent_ == (0.5, 0.0)
-    assert model.privacy_event_ == PureDPEvent(0.5, mechanism="gamma-norm")
+    assert model.privacy_event_ == PureDPEvent(0.5, mechanism="generic")
     X, y = data
     with pytest.raises(LedgerUnreachableError, match=r"set_params\(accountant="):
         model.fit(X, y)
