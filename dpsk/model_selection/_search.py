@@ -1066,7 +1066,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         """
         out = []
         for params in self._candidate_params():
-            estimator = clone(self.estimator).set_params(**params)
+            estimator = self._candidate(params)
             steps = dict(private_steps(estimator))
             total = 0.0
             for path in _preprocessing_paths(estimator):
@@ -1313,18 +1313,19 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
             self._pending_safe = self._plan_safe(n, classes, candidates, widths)
             if not self._pending_safe.pays and self.cannot_pay == "fit-default":
                 self._planned_event = self._default_fit_event(
-                    candidates[self._pending_safe.default_index], classes)
+                    candidates, self._pending_safe.default_index, classes)
         return X, y, classes, widths, _checked_weights(self.estimator, sample_weight, n)
 
     # -- the safe search ----------------------------------------------------------
-    def _default_fit_event(self, params, classes):
-        """The event of ``cannot_pay="fit-default"``: the default's model at the
-        search's own budget, and once its private preprocessing (``+ b``, pure)."""
+    def _default_fit_event(self, candidates, index, classes):
+        """The event of ``cannot_pay="fit-default"``: the default's model
+        (``candidates[index]``) at the search's own budget, and once its private
+        preprocessing (``+ b``, pure)."""
         epsilon, delta = self._search_cost()
-        _, final = _private_final_step(self._make_candidate(params, None, classes,
-                                                            epsilon=epsilon, delta=delta))
+        _, final = _private_final_step(self._make_candidate(
+            candidates[index], None, classes, epsilon=epsilon, delta=delta))
         event = final._privacy_event()
-        extra = self._preprocessing_epsilon()[self._candidate_params().index(params)]
+        extra = self._preprocessing_epsilon()[index]
         if extra == 0:
             return event
         if event.delta == 0:
@@ -1338,8 +1339,7 @@ class DPGridSearch(MetaEstimatorMixin, PrivacyAccountingMixin, ClassifierMixin, 
         budget is shared; private preprocessing runs at its own epsilon."""
         epsilon, delta = self._search_cost()
         index = self._default_index(candidates)
-        prefix, final = _private_final_step(clone(self.estimator).set_params(
-            **candidates[index]))
+        prefix, final = _private_final_step(self._candidate(candidates[index]))
         gaussian = _own_delta(final) > 0
 
         def bound(rows, eps, dlt, alpha):
