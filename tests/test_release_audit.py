@@ -964,11 +964,22 @@ def test_attack_search_run_count_through_journal_files(monkeypatch, tmp_path, ca
     # library warning from a pool process an earlier test started) shows up in the
     # failure rather than as an unexplained mismatch. The leak is a difference between
     # one run and six; journal files and dpsk's or the pipeline's lines are leaks alone.
+    # Worker processes an earlier test left running print when they stop (coverage's
+    # exit report in CI's coverage stage), at a time of their choosing, so the pool is
+    # shut down first and warmed by one unmeasured search: both measured searches then
+    # use the same workers, and only the search's own output can tell them apart.
+    from joblib.externals.loky import get_reusable_executor
+
+    get_reusable_executor().shutdown(wait=True)
+    (tmp_path / "warm-up").mkdir()
+    _stopping_search_sees(monkeypatch, 1, _pipe([0, 1]), tmp_path / "warm-up")
     capfd.readouterr()
     seen = []
     for n_runs in (1, 6):
+        journal_dir = tmp_path / f"runs-{n_runs}"
+        journal_dir.mkdir()
         created, files, records = _stopping_search_sees(
-            monkeypatch, n_runs, _pipe([0, 1]), tmp_path)
+            monkeypatch, n_runs, _pipe([0, 1]), journal_dir)
         out, err = capfd.readouterr()
         seen.append((created, files, [(r.name, r.getMessage()) for r in records], out, err))
     assert seen[0] == seen[1], seen
