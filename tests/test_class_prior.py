@@ -157,6 +157,8 @@ def test_share_gives_the_counts_their_precision(n, epsilon, gaussian, delta):
     else:
         sd = math.sqrt(2.0) * prior_module.COUNT_L1_SENSITIVITY / budget.count_epsilon
     lo, hi = prior_module.PRIOR_SHARE_RANGE
+    # Two classes keep the balance alone (no floor): a smaller share than four get.
+    assert prior_share(10.0, n, 2, epsilon, delta, gaussian=gaussian) <= share
     if share < hi:
         assert sd <= prior_module.COUNT_PRECISION * n
         smaller = prior_module._SHARE_GRID[prior_module._SHARE_GRID < share]

@@ -136,7 +136,8 @@ def prior_share(model_bound, n, n_classes, epsilon, delta, gaussian):
     uniform prior (public: the true prior is not). The share minimises the sum
     over the shares of :data:`PRIOR_SHARE_RANGE` whose count noise has a
     standard deviation of at most :data:`COUNT_PRECISION` times ``n`` (the
-    largest share if none has): a few per cent of epsilon where ``n epsilon``
+    largest share if none has) when there are more than two classes, over the
+    whole range for two: a few per cent of epsilon where ``n epsilon``
     is large, up to a quarter where it is small and the model can gain little
     over the prior anyway. The floor matters where ``n epsilon`` is small: the
     model's bound is then large, the balance alone gives the counts almost
@@ -156,9 +157,11 @@ def prior_share(model_bound, n, n_classes, epsilon, delta, gaussian):
         else:  # discrete Laplace of scale t: variance 2 e^(1/t) / (e^(1/t) - 1)^2 <= 2 t^2
             variance = 2.0 * (COUNT_L1_SENSITIVITY / budget.count_epsilon) ** 2
         values.append(model_bound / (1.0 - s) + k**2 * variance / (2.0 * n**2))
-        precise.append(math.sqrt(variance) <= COUNT_PRECISION * n)
+        precise.append(k == 2 or math.sqrt(variance) <= COUNT_PRECISION * n)
     # The floor: where the model's bound is large (small n epsilon) the balance
-    # above starves the counts exactly where the prior is all the model has.
+    # above starves the counts exactly where the prior is all the model has. Two
+    # classes do without it: a noisy prior then errs only between two classes
+    # within its noise of each other, and the budget it would take costs more.
     values = np.where(precise, values, np.inf)
     if not np.isfinite(values).any():
         return float(_SHARE_GRID[-1])
