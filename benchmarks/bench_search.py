@@ -219,7 +219,19 @@ def search_rows(X_train, y_train, X_test, y_test, epsilon, delta, classes, seed,
     return out
 
 
-def reference_rows(X_train, y_train, X_test, y_test, epsilon, delta, classes, seed, tag):
+def floor_rows(X_train, y_train, X_test, y_test, epsilon, delta, classes, seed, tag):
+    """``--floor``: the untuned default (its seed as in :func:`reference_rows`) and the
+    majority class only, for one split and cell: the floor after a change of a rule,
+    without the searches and the oracle's fixed alphas."""
+    rows = reference_rows(X_train, y_train, X_test, y_test, epsilon, delta, classes, seed,
+                          tag, alphas=())
+    values, counts_ = np.unique(y_train, return_counts=True)
+    rows["majority class"] = (float(np.mean(y_test != values[np.argmax(counts_)])), 0.0, "ok")
+    return rows
+
+
+def reference_rows(X_train, y_train, X_test, y_test, epsilon, delta, classes, seed, tag,
+                   alphas=ORACLE_ALPHAS):
     """The untuned default and every fixed alpha of :data:`ORACLE_ALPHAS` (the oracle's
     candidates), for one split and cell.
 
@@ -234,7 +246,7 @@ def reference_rows(X_train, y_train, X_test, y_test, epsilon, delta, classes, se
     default_seed = _derived_seed(_search_seed(seed, None), 7)
     out = {f"dpsk default, {tag}": _scored(_model(epsilon, delta, classes, default_seed),
                                            X_train, y_train, X_test, y_test)}
-    for i, alpha in enumerate(ORACLE_ALPHAS):
+    for i, alpha in enumerate(alphas):
         model = _model(epsilon, delta, classes, C.seed_for(seed, 3, i), alpha)
         out[_fixed_row(alpha, tag)] = _scored(model, X_train, y_train, X_test, y_test)
     return out
@@ -327,8 +339,10 @@ def nonlinear_table(records):
     return out
 
 
-def run(datasets, epsilons, n_folds, runs, seed, mechanisms=MECHANISMS, log=print):
-    """Every row of every (data set, split, epsilon, mechanism, draw); a list of records."""
+def run(datasets, epsilons, n_folds, runs, seed, mechanisms=MECHANISMS, log=print,
+        floor=False):
+    """Every row of every (data set, split, epsilon, mechanism, draw); a list of records.
+    ``floor``: the rows of :func:`floor_rows` only (no oracle is added)."""
     records = []
     for name in datasets:
         folds = splits(name, n_folds, seed)
@@ -343,17 +357,21 @@ def run(datasets, epsilons, n_folds, runs, seed, mechanisms=MECHANISMS, log=prin
             cell_seed = C.seed_for(seed, k, int(eps * 1e4), r, len(name), int(delta > 0))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                rows = reference_rows(X_train, y_train, X_test, y_test, eps, delta, classes,
+                if floor:
+                    rows = floor_rows(X_train, y_train, X_test, y_test, eps, delta, classes,
                                       cell_seed, tag)
-                rows.update(search_rows(X_train, y_train, X_test, y_test, eps, delta, classes,
-                                        cell_seed, tag))
+                else:
+                    rows = reference_rows(X_train, y_train, X_test, y_test, eps, delta,
+                                          classes, cell_seed, tag)
+                    rows.update(search_rows(X_train, y_train, X_test, y_test, eps, delta,
+                                            classes, cell_seed, tag))
             for row, (error, seconds, status) in rows.items():
                 if row == "majority class" and tag != mechanisms[0][0]:
                     continue  # the same constant for every mechanism: once
                 records.append(dict(dataset=name, epsilon=eps, fold=k, run=r, row=row,
                                     error=error, fit_time=seconds, status=status))
         log(f"{name}: {len(tasks)} fits of every row in {time.perf_counter() - t0:.0f}s")
-    return add_oracles(records, [tag for tag, _ in mechanisms])
+    return records if floor else add_oracles(records, [tag for tag, _ in mechanisms])
 
 
 def add_oracles(records, tags):
@@ -515,6 +533,33 @@ def read_records(name):
     return rows
 
 
+def floor_table(records, tags=("pure", "delta 1e-6")):
+    """``--floor``: per (data set, epsilon, mechanism), the default's and the majority's
+    mean errors and whether the default is worse beyond ``max(0.005, 2 SE)``."""
+    paired = _paired(records)
+    out = []
+    for name, eps in dict.fromkeys((r["dataset"], r["epsilon"]) for r in records):
+        majority = paired[(name, eps, "majority class")]
+        for tag in tags:
+            default = paired.get((name, eps, f"dpsk default, {tag}"))
+            if default:
+                gap, tolerance = _gap(default, majority)
+                out.append(dict(dataset=name, epsilon=eps, mechanism=tag,
+                                default=round(_mean(default), 4),
+                                majority=round(_mean(majority), 4),
+                                under_majority=gap > tolerance))
+    return out
+
+
+def floor_report(records):
+    table = floor_table(records)
+    print(C.format_table(table, list(table[0])))
+    for tag in dict.fromkeys(c["mechanism"] for c in table):
+        cells = [c for c in table if c["mechanism"] == tag]
+        print(f"  {tag}: the default worse than the majority class beyond max(0.005, 2 SE) "
+              f"in {sum(c['under_majority'] for c in cells)}/{len(cells)} cells")
+
+
 def report(records):
     table = cell_table(records)
     print(C.format_table([{k: c.get(k, "") for k in COLUMNS} for c in table], list(COLUMNS)))
@@ -544,6 +589,10 @@ def main(argv=None):
     parser.add_argument("--plans", action="store_true",
                         help="fit nothing: the public plan (share, resolution, whether it "
                              "can pay) of both searches in every cell")
+    parser.add_argument("--floor", action="store_true",
+                        help="the untuned default and the majority class only (no search, "
+                             "no oracle), into search_floor.csv: the floor after a rule "
+                             "change, in minutes")
     parser.add_argument("--no-fit-noise", action="store_true",
                         help="ablation: the default's head start without the selection fits' "
                              "own noise (FIT_NOISE_CAP = 0), as before that part existed")
@@ -555,6 +604,9 @@ def main(argv=None):
     C.set_quick(args.quick)
     output = args.output or {"real": "search", "generated": "search_generated",
                              "nonlinear": "search_nonlinear"}[args.group]
+    if args.floor:
+        output = args.output or "search_floor"
+    shown = floor_report if args.floor else report
     if args.group == "nonlinear":
         return _main_nonlinear(args, output)
     if args.plans:
@@ -565,7 +617,7 @@ def main(argv=None):
             print(f"{key}: can pay in {sum(r[f'{key} pays'] for r in table)}/{len(table)} cells")
         return 0
     if args.from_csv:
-        report([r for name in (args.inputs or [output]) for r in read_records(name)])
+        shown([r for name in (args.inputs or [output]) for r in read_records(name)])
         return 0
     datasets = args.datasets or (REAL if args.group == "real" else [g for _, g in GENERATED])
     if args.quick:
@@ -573,12 +625,13 @@ def main(argv=None):
         datasets = args.datasets or ["flchain", "DoctorAUS"]
     C.limit_blas_threads()
     C.header("search: the safe search against the untuned default, the majority and the oracle")
-    records = run(datasets, args.epsilons, args.folds, args.runs, args.seed)
+    records = run(datasets, args.epsilons, args.folds, args.runs, args.seed,
+                  floor=args.floor)
     C.write_csv(output, records,
                 columns=["dataset", "epsilon", "fold", "run", "row", "error", "fit_time",
                          "status", "oracle_of"],
                 comment_lines=[C.command_line(), C.machine_line()])
-    report(records)
+    shown(records)
     return 0
 
 
