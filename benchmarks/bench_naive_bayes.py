@@ -253,6 +253,11 @@ def rst_table(rows, group_key, methods, labels=None):
         excess = f"{r['excess']:+.3f} ({r['excess_se']:.3f})" if "excess" in r else ""
         body.append([str(r[group_key]), f"{r['epsilon']:g}",
                      *[f"{r[m]:.3f}" if m in r else "" for m in methods], excess])
+    return rst_grid(head, body)
+
+
+def rst_grid(head, body):
+    """A reStructuredText simple table: ``head`` a list of titles, ``body`` lists of cells."""
     widths = [max(len(line[i]) for line in [head] + body) for i in range(len(head))]
     rule = "  ".join("=" * w for w in widths)
     lines = [rule, "  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(), rule]
