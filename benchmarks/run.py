@@ -65,7 +65,7 @@ trees        DPRandomForestClassifier and DPDecisionTreeClassifier vs diffprivli
              real tables with declared [0, 1] bounds (--timing: 100 trees on 30,000 rows)
 families     issue 38's model families (naive Bayes, forest, tree, DPPCA + DPLogisticRegression)
              at their defaults vs diffprivlib 0.6.6's counterparts, DPLogisticRegression,
-             non-private scikit-learn and the majority class on Adult and 4 real tables
+             non-private scikit-learn and the majority class on Adult and 13 real tables
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
