@@ -84,10 +84,12 @@ def run_model(X, y, fold_ids, model, params, epsilons, folds, runs, seed):
     X, y : ndarray
     fold_ids : ndarray of int of shape (n,)
         The test fold of each row (-1: always a training row).
-    model : str
-        A class of ``diffprivlib.models``.
+    model : str or list
+        A class of ``diffprivlib.models``, or a pipeline of them: a list of
+        ``[class name, params, share of epsilon]`` steps.
     params : dict
-        JSON-serialisable keyword arguments (lists arrive as tuples).
+        JSON-serialisable keyword arguments (lists arrive as tuples) of a
+        single model; ``{}`` for a pipeline.
     epsilons, folds : sequences
     runs, seed : int
 

@@ -8,7 +8,10 @@ name of ``diffprivlib.models``, e.g. ``"GaussianNB"`` or
 ``"RandomForestClassifier"``), ``params`` (keyword arguments besides
 ``epsilon``, ``random_state`` and ``accountant``; a list value is passed as a
 tuple, so ``"bounds": [[0, ...], [1, ...]]`` arrives as diffprivlib expects),
-``epsilons``, ``folds``, ``runs`` and ``seed``. Writes one record per (epsilon,
+``epsilons``, ``folds``, ``runs`` and ``seed``. ``model`` may instead be a list
+of steps ``[class name, params, share]``: a scikit-learn ``Pipeline`` of those
+diffprivlib models, step ``i`` at ``share * epsilon``, all on one ledger (a
+user's ``PCA`` then ``LogisticRegression`` at half the budget each). Writes one record per (epsilon,
 fold, run): the test error, the fit time, whether diffprivlib warned about a
 privacy leak, and the status (``"ok"`` or the exception's type and text).
 Imports nothing from dpsk: this interpreter cannot import it.
@@ -25,6 +28,19 @@ def _params(raw):
             for key, value in raw.items()}
 
 
+def _build(models, spec, params, epsilon, seed, ledger):
+    """One diffprivlib model, or a Pipeline of them (``spec`` a list of steps)."""
+    if isinstance(spec, str):
+        return getattr(models, spec)(epsilon=epsilon, random_state=seed, accountant=ledger,
+                                     **params)
+    from sklearn.pipeline import make_pipeline
+
+    return make_pipeline(*[
+        getattr(models, name)(epsilon=epsilon * share, random_state=(seed + i) % (2**31),
+                              accountant=ledger, **_params(step_params))
+        for i, (name, step_params, share) in enumerate(spec)])
+
+
 def main(data_path, config_path, out_path):
     import diffprivlib
     import diffprivlib.models as models
@@ -37,7 +53,6 @@ def main(data_path, config_path, out_path):
     X, y, fold_ids = data["X"], data["y"], data["fold_ids"]
     with open(config_path) as fh:
         cfg = json.load(fh)
-    model = getattr(models, cfg["model"])
     params = _params(cfg.get("params", {}))
     records = []
     for k in cfg["folds"]:
@@ -46,8 +61,7 @@ def main(data_path, config_path, out_path):
             for r in range(cfg["runs"]):
                 seed = (cfg["seed"] * 1_000_003 + k * 10_007 + r * 101
                         + int(round(eps * 1e4))) % (2**31)
-                clf = model(epsilon=eps, random_state=seed, accountant=BudgetAccountant(),
-                            **params)
+                clf = _build(models, cfg["model"], params, eps, seed, BudgetAccountant())
                 status, error, leak = "ok", float("nan"), False
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")

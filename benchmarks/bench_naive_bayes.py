@@ -97,7 +97,8 @@ def _gnb_fold(X, y, train, test, epsilons, runs, seed, with_logreg, cell):
     return out
 
 
-def _run_gnb_table(name, X, y, n_folds, runs, seed, epsilons, with_logreg, folds_used=None):
+def _run_gnb_table(name, X, y, n_folds, runs, seed, epsilons, with_logreg, folds_used=None,
+                   diffprivlib=True):
     """Every method on every fold of one table (diffprivlib in its venv): records."""
     folds = C.cv_folds(y, n_folds, seed)
     used = range(len(folds)) if folds_used is None else range(folds_used)
@@ -107,6 +108,8 @@ def _run_gnb_table(name, X, y, n_folds, runs, seed, epsilons, with_logreg, folds
         cell = (_name_id(name), k)
         for rec in _gnb_fold(X, y, train, test, epsilons, runs, seed, with_logreg, cell):
             records.append(dict(table=name, fold=k, **rec))
+    if not diffprivlib:
+        return records
     fold_ids = C.fold_ids(folds, len(y))
     for rec in DPL.run_model(X, y, fold_ids, "GaussianNB", {"bounds": [0.0, 1.0]}, epsilons,
                              used, runs, seed):
@@ -250,6 +253,11 @@ def rst_table(rows, group_key, methods, labels=None):
         excess = f"{r['excess']:+.3f} ({r['excess_se']:.3f})" if "excess" in r else ""
         body.append([str(r[group_key]), f"{r['epsilon']:g}",
                      *[f"{r[m]:.3f}" if m in r else "" for m in methods], excess])
+    return rst_grid(head, body)
+
+
+def rst_grid(head, body):
+    """A reStructuredText simple table: ``head`` a list of titles, ``body`` lists of cells."""
     widths = [max(len(line[i]) for line in [head] + body) for i in range(len(head))]
     rule = "  ".join("=" * w for w in widths)
     lines = [rule, "  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(), rule]

@@ -136,16 +136,22 @@ def timing(n_rows=30000, repeats=3):
     return out
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m benchmarks trees", description=__doc__,
+def table_parser(command, description, quick_help):
+    """The options of a benchmark over the real tables against diffprivlib (trees, families)."""
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks {command}",
+                                     description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true",
-                        help="2 folds; wine, breast_cancer and biopsy only")
+    parser.add_argument("--quick", action="store_true", help=quick_help)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--folds", type=int, default=None, help="default 5")
+    parser.add_argument("--folds", type=int, default=None, help="default 5 (--quick: 2)")
     parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
     parser.add_argument("--tables", nargs="+", default=None, choices=UNIT_TABLES)
     parser.add_argument("--no-diffprivlib", action="store_true")
+    return parser
+
+
+def main(argv=None):
+    parser = table_parser("trees", __doc__, "2 folds; wine, breast_cancer and biopsy only")
     parser.add_argument("--timing", action="store_true",
                         help="only time a 100-tree forest on 30,000 rows")
     args = parser.parse_args(argv)

@@ -63,6 +63,9 @@ pca          digits: DPPCA + DPLogisticRegression vs DPLogisticRegression alone 
 trees        DPRandomForestClassifier and DPDecisionTreeClassifier vs diffprivlib's forest and
              tree, DPLogisticRegression, a non-private forest and the majority class on 14
              real tables with declared [0, 1] bounds (--timing: 100 trees on 30,000 rows)
+families     issue 38's model families (naive Bayes, forest, tree, DPPCA + DPLogisticRegression)
+             at their defaults vs diffprivlib 0.6.6's counterparts, DPLogisticRegression,
+             non-private scikit-learn and the majority class on Adult and 13 real tables
 all          everything above, passing --quick / --seed through
 
 Every sub-command writes ``benchmarks/results/<name>.csv`` (and a PNG when
@@ -105,14 +108,16 @@ COMMANDS = {
     "ledger": ("bench_ledger", "main"),
     "pca": ("bench_pca", "main"),
     "trees": ("bench_trees", "main"),
+    "families": ("bench_families", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "repeat", "multiclass", "beyond-erm",
              "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule", "weights",
-             "search-bound", "raw-tables", "naive-bayes", "search", "ledger", "pca", "trees")
+             "search-bound", "raw-tables", "naive-bayes", "search", "ledger", "pca", "trees",
+             "families")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "repeat",
             "multiclass", "beyond-erm", "alpha-rule", "weights", "search-bound", "naive-bayes",
-            "search", "trees"}
+            "search", "trees", "families"}
 
 
 class MissingBenchmark(RuntimeError):

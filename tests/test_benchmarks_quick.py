@@ -4,6 +4,8 @@ The benchmark suite lives next to the package, not in it: these tests run from a
 source checkout (where ``benchmarks`` is importable) and are skipped elsewhere.
 """
 
+import math
+
 import numpy as np
 import pytest
 
@@ -224,3 +226,62 @@ def test_trees_summary_finds_the_strong_tables_the_forest_misses():
     rows = trees.summarize(records, ("table",), trees.METHODS)
     strong, missed = trees.learns(rows)
     assert [r["table"] for r in strong] == ["strong"] and missed == strong
+
+
+def test_families_quick_run_writes_every_family_apart_from_the_committed_results(
+        results, monkeypatch, capsys):
+    # python -m benchmarks families (issue 38) without diffprivlib's environment.
+    families_bench = pytest.importorskip("benchmarks.bench_families")
+
+    def no_venv(*args, **kwargs):
+        raise AssertionError("--no-diffprivlib must not reach diffprivlib's environment")
+
+    monkeypatch.setattr(families_bench.DPL, "run_model", no_venv)
+    monkeypatch.setattr(families_bench.DPL, "versions", no_venv)
+    argv = ["--quick", "--no-diffprivlib", "--tables", "wine", "--epsilons", "1"]
+    assert families_bench.main(argv) == 0
+    assert not (results / "families.csv").exists()
+    path = results / "quick" / "families.csv"
+    lines = path.read_text().splitlines()
+    assert lines[0] == "# command: python -m benchmarks families " + " ".join(argv)
+    rows = common.read_csv("families")
+    assert [r["family"] for r in rows] == list(families_bench.FAMILIES)
+    for row in rows:
+        for method in ("majority", "non-private", "dpsk", "DPLogisticRegression"):
+            assert 0.0 <= float(row[method]) <= 1.0
+        assert row["diffprivlib"] == ""
+    # --from-csv reprints the stored rows without fitting anything.
+    capsys.readouterr()
+    assert families_bench.main(["--quick", "--from-csv"]) == 0
+    assert "PCA + LR" in capsys.readouterr().out
+
+
+def _family_records(family, errors):
+    return [dict(family=family, table="t", epsilon=1.0, fold=k, run=0, method=method, error=e)
+            for method, values in errors.items() for k, e in enumerate(values)]
+
+
+# The family where diffprivlib failed everywhere averages empty slices (NaN, as meant).
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:Degrees of freedom")
+def test_families_counts_pair_dpsk_with_diffprivlib_and_the_majority_class():
+    majority = [0.30, 0.30, 0.30, 0.30]
+    records = (
+        # within 0.005 of diffprivlib, no worse than the majority class
+        _family_records("naive Bayes", {"majority": majority,
+                                        "dpsk": [0.30, 0.31, 0.30, 0.31],
+                                        "diffprivlib": [0.30, 0.30, 0.31, 0.30]})
+        # 0.1 behind diffprivlib and 0.1 above the majority class (SE 0)
+        + _family_records("forest", {"majority": majority, "dpsk": [0.40] * 4,
+                                     "diffprivlib": [0.30] * 4})
+        # better than diffprivlib, which is itself worse than the majority class
+        + _family_records("tree", {"majority": majority, "dpsk": [0.20] * 4,
+                                   "diffprivlib": [0.45] * 4})
+        # diffprivlib failed in every fold
+        + _family_records("PCA + LR", {"majority": majority, "dpsk": [0.30] * 4,
+                                       "diffprivlib": [math.nan] * 4}))
+    families_bench = pytest.importorskip("benchmarks.bench_families")
+    counts = families_bench.counts(families_bench.summarize(records))
+    assert counts["naive Bayes"] == dict(cells=1, paired=1, within=1, floor=0, dpl_floor=0)
+    assert counts["forest"] == dict(cells=1, paired=1, within=0, floor=1, dpl_floor=0)
+    assert counts["tree"] == dict(cells=1, paired=1, within=1, floor=0, dpl_floor=1)
+    assert counts["PCA + LR"]["paired"] == 0
