@@ -285,3 +285,27 @@ def test_families_counts_pair_dpsk_with_diffprivlib_and_the_majority_class():
     assert counts["forest"] == dict(cells=1, paired=1, within=0, floor=1, dpl_floor=0)
     assert counts["tree"] == dict(cells=1, paired=1, within=1, floor=0, dpl_floor=1)
     assert counts["PCA + LR"]["paired"] == 0
+
+
+def test_search_floor_counts_the_default_against_the_majority_class(capsys):
+    search = pytest.importorskip("benchmarks.bench_search")
+
+    def rows(dataset, row, errors):
+        return [dict(dataset=dataset, epsilon=0.1, fold=k, run=0, row=row, error=e,
+                     fit_time=0.0, status="ok", oracle_of="") for k, e in enumerate(errors)]
+
+    majority = [0.30, 0.30, 0.30, 0.30]
+    records = (rows("weak", "majority class", majority)
+               + rows("weak", "dpsk default, pure", [0.34, 0.35, 0.33, 0.34])  # 0.04 worse
+               + rows("weak", "dpsk default, delta 1e-6", [0.30, 0.31, 0.30, 0.30])
+               + rows("strong", "majority class", majority)
+               + rows("strong", "dpsk default, pure", [0.20] * 4)
+               + rows("strong", "dpsk default, delta 1e-6", [0.21] * 4))
+    table = {(c["dataset"], c["mechanism"]): c["under_majority"]
+             for c in search.floor_table(records)}
+    assert table == {("weak", "pure"): True, ("weak", "delta 1e-6"): False,
+                     ("strong", "pure"): False, ("strong", "delta 1e-6"): False}
+    search.floor_report(records)
+    out = capsys.readouterr().out
+    assert "pure: the default worse than the majority class beyond max(0.005, 2 SE) " \
+           "in 1/2 cells" in out
