@@ -43,6 +43,7 @@ from dpsk.mechanisms._discrete import (
     discrete_laplace_vector,
 )
 from dpsk.mechanisms._forest import (
+    PRIOR_ROWS,
     SPLIT_BINS,
     apply_trees,
     forest_proba,
@@ -50,7 +51,15 @@ from dpsk.mechanisms._forest import (
     random_structure,
     split_maps,
 )
-from dpsk.mechanisms._forest_rule import MAX_CELLS, MAX_TREES, forest_plan
+from dpsk.mechanisms._forest_rule import (
+    MAX_CELLS,
+    MAX_TREES,
+    ROOT_SIGNAL,
+    auto_trees,
+    forest_plan,
+    leaf_budget,
+    root_cap,
+)
 from dpsk.mechanisms._random import NoiseSource, public_rng
 
 P_THRESHOLD = 1e-3
@@ -249,6 +258,23 @@ def test_forest_proba_shrinks_to_the_root_under_noise():
     assert np.allclose(clean.sum(axis=1), 1.0)
 
 
+def test_forest_proba_few_rows_defer_to_the_parent():
+    # No privacy noise: a leaf's frequencies count for half when it holds
+    # PRIOR_ROWS rows per tree, so a handful of rows cannot overturn the parent,
+    # while many rows do.
+    feature = np.zeros((1, 1), dtype=np.int64)
+    threshold = np.array([[0.5]])
+    X = np.array([[0.25], [0.75]])
+    counts = np.array([[[400.0, 0.0], [0.0, 3.0]]])
+    proba = forest_proba(X, feature, threshold, counts, leaf_variance=0.0)
+    assert proba.argmax(axis=1).tolist() == [0, 0]
+    weight = 9.0 / (9.0 + PRIOR_ROWS * 3.0)
+    assert np.isclose(proba[1, 1], weight + (1 - weight) * 3.0 / 403.0)
+    counts[0, 1, 1] = 300.0
+    proba = forest_proba(X, feature, threshold, counts, leaf_variance=0.0)
+    assert proba.argmax(axis=1).tolist() == [0, 1]
+
+
 # -- the public rule ------------------------------------------------------------------------
 
 
@@ -256,7 +282,7 @@ def test_forest_plan_rule():
     tiny = forest_plan(50, 5, 2, 0.01)
     assert (tiny.n_trees, tiny.depth, tiny.split_share) == (1, 0, 0.0)
     big = forest_plan(30000, 10, 2, 2.0)
-    assert big.n_trees == MAX_TREES and big.depth >= 8 and big.partition == "shared"
+    assert (big.n_trees, big.depth, big.partition, big.split_share) == (14, 14, "shared", 0.2)
     assert big.n_trees * 2**big.depth * 2 <= MAX_CELLS
     assert forest_plan(30000, 10, 2, 2.0) == big  # a function of public quantities
     for n in (10, 300, 3000, 30000, 300000):
@@ -271,6 +297,36 @@ def test_forest_plan_rule():
     # More rows or more epsilon never shrink the forest.
     sizes = [forest_plan(n, 8, 2, 1.0) for n in (100, 1000, 10000)]
     assert [p.n_trees for p in sizes] == sorted(p.n_trees for p in sizes)
+
+
+def test_tree_rule_monotone_and_limits():
+    # One tree until n epsilon / K reaches TREE_SCALE 1.5^3 = 27, MAX_TREES only
+    # past TREE_SCALE 99.5^3 (about 7.9 million).
+    assert auto_trees(26, 1, 1.0) == 1 and auto_trees(28, 1, 1.0) == 2
+    assert auto_trees(7_800_000, 1, 1.0) == MAX_TREES - 1
+    assert auto_trees(8_000_000, 1, 1.0) == auto_trees(10**12, 2, 1.0) == MAX_TREES
+    assert auto_trees(1, 2, 1e-9) == 1
+    grid = [10, 100, 1000, 10**4, 10**5, 10**6]
+    for eps in (0.01, 0.1, 1.0, 10.0):
+        trees = [auto_trees(n, 2, eps) for n in grid]
+        assert trees == sorted(trees)  # more rows never fewer trees
+    for n in grid:
+        trees = [auto_trees(n, 2, eps) for eps in (0.01, 0.1, 1.0, 10.0)]
+        assert trees == sorted(trees)  # more epsilon never fewer trees
+        trees = [auto_trees(n, k, 1.0) for k in (2, 3, 5, 10)]
+        assert trees == sorted(trees, reverse=True)  # more classes never more trees
+    # The plan keeps the pooled root ROOT_SIGNAL deviations above its noise and the
+    # leaves within the leaf budget, for any public (n, K, epsilon).
+    for n in grid:
+        for k in (2, 5):
+            for eps in (0.05, 0.5, 5.0):
+                plan = forest_plan(n, 6, k, eps)
+                leaf_eps = (1.0 - plan.split_share) * eps
+                if plan.depth:
+                    assert plan.n_trees * 2**plan.depth <= root_cap(n, k, leaf_eps)
+                    assert 2**plan.depth * math.sqrt(plan.n_trees) <= leaf_budget(n, k, leaf_eps)
+                    root_snr = (n * leaf_eps / k) / math.sqrt(8 * plan.n_trees * 2**plan.depth)
+                    assert root_snr >= ROOT_SIGNAL
 
 
 # -- the estimators -----------------------------------------------------------------------

@@ -44,14 +44,16 @@ class DPRandomForestClassifier(BaseRandomTreesClassifier):
         Privacy parameter of the whole fit, > 0.
     n_estimators : int >= 1 or "auto", default="auto"
         Number of trees. ``"auto"``: the public rule of ``docs/trees.rst``
-        ("Depth and number of trees"): ``(16 n epsilon' / K)^0.4`` trees,
-        ``epsilon'`` the leaves' share of epsilon, at most 100 and few enough
-        that the pooled class frequencies stand above their noise.
+        ("Depth and number of trees"): ``round((n epsilon' / (8 K))^(1/3))``
+        trees, ``epsilon'`` the leaves' share of epsilon (each tree counts at
+        ``epsilon' / T``, so every node's signal-to-noise falls like
+        ``1 / sqrt(T)``), between 1 and 100 and few enough that the pooled
+        class frequencies stand 4 deviations above their noise.
     max_depth : int in [0, 20] or "auto", default="auto"
         Depth of every tree. ``"auto"``: the public rule, which balances the
         leaves' signal (rows per leaf) against their noise: ``2**depth`` at
         most ``16 n epsilon' / (K sqrt(n_estimators))`` and within the root's
-        cap, at most ``n``.
+        cap, with no more leaves than rows.
     partition : {"auto", "shared", "disjoint"}, default="auto"
         ``"shared"``: every tree counts every row, each at ``epsilon /
         n_estimators`` (sequential composition). ``"disjoint"``: the rows are

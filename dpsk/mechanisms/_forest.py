@@ -32,7 +32,7 @@ from ._counts import count_variance, noisy_histogram
 
 __all__ = ["SPLIT_BINS", "split_statistics", "random_structure", "node_thresholds",
            "apply_trees", "forest_release", "forest_proba", "UNIFORM_SHARE",
-           "FEATURE_SHARE"]
+           "FEATURE_SHARE", "PRIOR_ROWS"]
 
 #: Bins of the declared range in the split statistics.
 SPLIT_BINS = 8
@@ -48,6 +48,12 @@ FEATURE_SHARE = 0.5
 
 #: The weight of a feature grows as its separation to this power.
 RELEVANCE_POWER = 2.0
+
+#: Pseudo-rows of the shrinkage (:func:`forest_proba`): a node whose pooled
+#: counts stand for this many rows per tree counts for half against its parent
+#: (privacy noise aside), so that the frequencies of a handful of rows, sampling
+#: noise, do not overturn their parent's.
+PRIOR_ROWS = 8.0
 
 # Rows routed at a time in prediction (bounds the (n_trees, rows) index arrays).
 _CHUNK = 8192
@@ -307,13 +313,16 @@ def forest_proba(X, feature, threshold, leaf_counts, leaf_variance):
     count: an internal node's count is the sum of its leaves'). From the root
     down, ``p_0`` is ``A_0`` clipped at 0 and normalised, and
 
-    ``p_j = lambda_j q_j + (1 - lambda_j) p_(j-1)``, ``lambda_j = N_j^2 / (N_j^2 + K W_j)``,
+    ``p_j = lambda_j q_j + (1 - lambda_j) p_(j-1)``,
+    ``lambda_j = N_j^2 / (N_j^2 + K W_j + m T N_j)``,
 
     with ``q_j`` the clipped, normalised ``A_j`` and ``N_j = max(sum A_j, 0)``
-    its noisy total: a node whose counts stand well above their noise
-    (``N_j >> sqrt(K W_j)``) speaks for itself, a node lost in noise defers to
-    its parent, and ultimately to the root, whose pooled counts estimate the
-    class frequencies. The result is ``p_depth``; rows sum to 1.
+    its noisy total, ``T`` the number of trees and ``m =``
+    :data:`PRIOR_ROWS`: a node whose counts stand well above their noise
+    (``N_j >> sqrt(K W_j)``) and hold many rows (``N_j / T >> m``) speaks for
+    itself, a node lost in noise or holding a few rows defers to its parent,
+    and ultimately to the root, whose pooled counts estimate the class
+    frequencies. The result is ``p_depth``; rows sum to 1.
 
     Parameters
     ----------
@@ -347,7 +356,9 @@ def forest_proba(X, feature, threshold, leaf_counts, leaf_variance):
                 continue
             total = np.maximum(pooled.sum(axis=1, keepdims=True), 0.0)
             noise = n_classes * n_trees * 2 ** (depth - j) * leaf_variance
-            weight = total**2 / (total**2 + noise)
+            # Sampling noise too: the frequencies of ``total / n_trees`` rows count
+            # for half when those are PRIOR_ROWS (an m-estimate toward the parent).
+            weight = total**2 / (total**2 + noise + PRIOR_ROWS * n_trees * total)
             proba = weight * share + (1.0 - weight) * proba
         out[start:start + _CHUNK] = proba
     return out

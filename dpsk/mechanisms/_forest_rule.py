@@ -9,19 +9,21 @@ of trees", "Shared or disjoint rows", "Where the splits fall").
 import math
 from dataclasses import dataclass
 
-__all__ = ["ForestPlan", "forest_plan", "LEAF_SIGNAL", "TREE_POWER", "ROOT_SIGNAL",
+__all__ = ["ForestPlan", "forest_plan", "LEAF_SIGNAL", "TREE_POWER", "TREE_SCALE", "ROOT_SIGNAL",
            "MAX_TREES", "SPLIT_SHARE", "SPLIT_SIGNAL", "MAX_CELLS"]
 
 #: ``c`` of the depth rule: the pooled leaf budget ``L sqrt(T)`` is ``c n epsilon / K``.
 LEAF_SIGNAL = 16.0
 
-#: ``a`` of the tree rule: ``T = (c n epsilon / K)^a``, at most :data:`MAX_TREES`.
-TREE_POWER = 0.4
+#: The tree rule: ``T = round((n epsilon / K / TREE_SCALE)^TREE_POWER)``, at
+#: least 1 and at most :data:`MAX_TREES` (``docs/trees.rst``).
+TREE_POWER = 1.0 / 3.0
+TREE_SCALE = 8.0
 
 #: The pooled root counts (the class frequencies every noisy node defers to) must
 #: stand this many standard deviations above their noise: ``T L <= (n epsilon /
 #: K)^2 / (8 ROOT_SIGNAL^2)``.
-ROOT_SIGNAL = 2.0
+ROOT_SIGNAL = 4.0
 
 #: The most trees the rule picks (a user may ask for more).
 MAX_TREES = 100
@@ -83,6 +85,20 @@ def root_cap(n, n_classes, epsilon):
     return (n * epsilon / n_classes) ** 2 / (8.0 * ROOT_SIGNAL**2)
 
 
+def auto_trees(n, n_classes, epsilon):
+    """``T = round((n epsilon / (K TREE_SCALE))^TREE_POWER)``, between 1 and :data:`MAX_TREES`.
+
+    With the rows shared, each tree counts at ``epsilon / T``, so the pooled
+    signal-to-noise ratio of every node falls like ``1 / sqrt(T)`` and every
+    doubling of ``T`` costs half a level of the depth at which the counts
+    still stand above their noise. More trees average the randomness of the
+    structure; the cube root buys them slowly: one tree until ``n epsilon / K``
+    reaches 27, 4 at about 500, 10 at 8,000, 100 only past 8 million.
+    """
+    trees = round((n * epsilon / (n_classes * TREE_SCALE)) ** TREE_POWER)
+    return int(min(MAX_TREES, max(1, trees)))
+
+
 def auto_split_share(n, d, n_classes, epsilon):
     """:data:`SPLIT_SHARE` when the split statistics stand above their noise, else 0.
 
@@ -100,9 +116,8 @@ def forest_plan(n, d, n_classes, epsilon, *, n_estimators="auto", max_depth="aut
     """The plan of one fit: the declared values, and the public rule for each ``"auto"``.
 
     * ``split_share``: :func:`auto_split_share`.
-    * ``n_estimators``: ``round(Q^a)`` with ``Q`` the :func:`leaf_budget` of
-      the leaf share of epsilon and ``a =`` :data:`TREE_POWER`, between 1 and
-      :data:`MAX_TREES`, and at most half the :func:`root_cap`.
+    * ``n_estimators``: :func:`auto_trees` of the leaf share of epsilon, and
+      at most half the :func:`root_cap`.
     * ``max_depth``: the largest depth with ``2^depth <= Q / sqrt(T)`` and
       ``T 2^depth <=`` :func:`root_cap`, at most ``log2(n)`` (no more leaves
       than rows) and within :data:`MAX_CELLS`; 0 (the noisy class
@@ -120,7 +135,7 @@ def forest_plan(n, d, n_classes, epsilon, *, n_estimators="auto", max_depth="aut
     budget = leaf_budget(n, n_classes, (1.0 - share) * epsilon)
     root = root_cap(n, n_classes, (1.0 - share) * epsilon)
     if n_estimators == "auto":
-        n_trees = int(min(MAX_TREES, max(1, round(budget**TREE_POWER)))) if budget >= 1 else 1
+        n_trees = auto_trees(n, n_classes, (1.0 - share) * epsilon)
         n_trees = int(max(1, min(n_trees, root // 2)))
     else:
         n_trees = int(n_estimators)
