@@ -50,8 +50,8 @@ ledger = BudgetAccountant()
 forest = DPRandomForestClassifier(epsilon=1.0, bounds=(0, 1), classes=[0, 1],
                                   accountant=ledger, random_state=0)
 forest.fit(X_train, y_train)
-print(f"{forest.n_estimators_} trees of depth {forest.max_depth_}, accuracy {forest.score(X_test, y_test):.3f}, "
-      f"spent {ledger.total()}")
+print(f"{forest.n_estimators_} trees of depth {forest.max_depth_}, "
+      f"accuracy {forest.score(X_test, y_test):.3f}, spent {ledger.total()}")
 
 # %%
 # Accuracy against epsilon.
