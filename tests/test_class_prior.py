@@ -144,34 +144,6 @@ def test_share_is_public_and_in_range():
     assert lo <= large < small <= hi
 
 
-@pytest.mark.parametrize("gaussian, delta", [(False, 0.0), (True, 1e-6)])
-@pytest.mark.parametrize("n, epsilon", [(3_000, 0.1), (3_000, 0.5), (36_000, 0.1), (36_000, 1.0)])
-def test_share_gives_the_counts_their_precision(n, epsilon, gaussian, delta):
-    # A large model bound (small n epsilon) must not starve the counts: where the
-    # range allows, one count's noise is within COUNT_PRECISION * n, and the
-    # share is the smallest such on the grid when the model's bound is large.
-    share = prior_share(10.0, n, 4, epsilon, delta, gaussian=gaussian)
-    budget = prior_module.prior_budget(share, epsilon, delta, gaussian)
-    if budget.count_sigma is not None:
-        sd = budget.count_sigma
-    else:
-        sd = math.sqrt(2.0) * prior_module.COUNT_L1_SENSITIVITY / budget.count_epsilon
-    lo, hi = prior_module.PRIOR_SHARE_RANGE
-    # Two classes keep the balance alone (no floor): a smaller share than four get.
-    assert prior_share(10.0, n, 2, epsilon, delta, gaussian=gaussian) <= share
-    if share < hi:
-        assert sd <= prior_module.COUNT_PRECISION * n
-        smaller = prior_module._SHARE_GRID[prior_module._SHARE_GRID < share]
-        if len(smaller):
-            tighter = prior_module.prior_budget(smaller[-1], epsilon, delta, gaussian)
-            sd_tighter = (tighter.count_sigma if tighter.count_sigma is not None else
-                          math.sqrt(2.0) * prior_module.COUNT_L1_SENSITIVITY
-                          / tighter.count_epsilon)
-            assert sd_tighter > prior_module.COUNT_PRECISION * n
-    else:
-        assert share == pytest.approx(hi)
-
-
 def test_smoothed_prior_and_logits():
     prior = smoothed_prior([-5.0, 9.0, 19.0])
     np.testing.assert_allclose(prior, [1 / 31, 10 / 31, 20 / 31])

@@ -37,8 +37,8 @@ from ._noise import analytic_gaussian_sigma
 from ._samplers import add_on_grid, gaussian_noise
 
 __all__ = ["PriorBudget", "prior_budget", "prior_share", "release_class_counts",
-           "smoothed_prior", "prior_logits", "PRIOR_SHARE_RANGE", "COUNT_PRECISION",
-           "COUNT_GRID", "COUNT_L1_SENSITIVITY", "COUNT_L2_SENSITIVITY"]
+           "smoothed_prior", "prior_logits", "PRIOR_SHARE_RANGE", "COUNT_GRID",
+           "COUNT_L1_SENSITIVITY", "COUNT_L2_SENSITIVITY"]
 
 #: Replacing one row moves one count down by one and another up by one (or
 #: nothing when the label is kept): the histogram's L1 and L2 sensitivities.
@@ -47,10 +47,6 @@ COUNT_L2_SENSITIVITY = math.sqrt(2.0)
 
 #: The shares of the budget the counts may take (see :func:`prior_share`).
 PRIOR_SHARE_RANGE = (0.005, 0.25)
-
-#: The precision the counts are given where the range allows it: one count's
-#: noise standard deviation at most this fraction of ``n`` (see :func:`prior_share`).
-COUNT_PRECISION = 0.01
 
 #: The release grid of Gaussian counts: a power of two, far below one count.
 COUNT_GRID = 2.0**-8
@@ -134,22 +130,16 @@ def prior_share(model_bound, n, n_classes, epsilon, delta, gaussian):
     the Kullback-Leibler divergence ``KL(p || p^) ~ sum_k v / (2 n^2 p_k)``
     with ``v`` the variance of one count's noise, ``K^2 v / (2 n^2)`` at the
     uniform prior (public: the true prior is not). The share minimises the sum
-    over the shares of :data:`PRIOR_SHARE_RANGE` whose count noise has a
-    standard deviation of at most :data:`COUNT_PRECISION` times ``n`` (the
-    largest share if none has) when there are more than two classes, over the
-    whole range for two: a few per cent of epsilon where ``n epsilon``
-    is large, up to a quarter where it is small and the model can gain little
-    over the prior anyway. The floor matters where ``n epsilon`` is small: the
-    model's bound is then large, the balance alone gives the counts almost
-    nothing, and a noisy prior that misses the majority class is worse than
-    no prior. Public quantities only.
+    over :data:`PRIOR_SHARE_RANGE`: a few per cent of epsilon where ``n
+    epsilon`` is large, up to a quarter where it is small and the model can
+    gain little over the prior anyway. Public quantities only.
 
     Returns
     -------
     share : float
     """
     n, k = int(n), int(n_classes)
-    values, precise = [], []
+    values = []
     for s in _SHARE_GRID:
         budget = prior_budget(s, epsilon, delta, gaussian)
         if budget.count_sigma is not None:
@@ -157,14 +147,6 @@ def prior_share(model_bound, n, n_classes, epsilon, delta, gaussian):
         else:  # discrete Laplace of scale t: variance 2 e^(1/t) / (e^(1/t) - 1)^2 <= 2 t^2
             variance = 2.0 * (COUNT_L1_SENSITIVITY / budget.count_epsilon) ** 2
         values.append(model_bound / (1.0 - s) + k**2 * variance / (2.0 * n**2))
-        precise.append(k == 2 or math.sqrt(variance) <= COUNT_PRECISION * n)
-    # The floor: where the model's bound is large (small n epsilon) the balance
-    # above starves the counts exactly where the prior is all the model has. Two
-    # classes do without it: a noisy prior then errs only between two classes
-    # within its noise of each other, and the budget it would take costs more.
-    values = np.where(precise, values, np.inf)
-    if not np.isfinite(values).any():
-        return float(_SHARE_GRID[-1])
     return float(_SHARE_GRID[int(np.argmin(values))])
 
 
