@@ -213,10 +213,14 @@ def search_rows(X_train, y_train, X_test, y_test, epsilon, delta, classes, seed,
                               epsilon=epsilon, delta=delta, accountant=BudgetAccountant(),
                               random_state=_search_seed(seed, grid))
         out[f"{key}, {tag}"] = _scored(search, X_train, y_train, X_test, y_test)
-    values, counts_ = np.unique(y_train, return_counts=True)
-    majority = values[np.argmax(counts_)]
-    out["majority class"] = (float(np.mean(y_test != majority)), 0.0, "ok")
+    out["majority class"] = _majority_row(y_train, y_test)
     return out
+
+
+def _majority_row(y_train, y_test):
+    """``(test error, 0 seconds, "ok")`` of the training split's most frequent class."""
+    values, counts_ = np.unique(y_train, return_counts=True)
+    return float(np.mean(y_test != values[np.argmax(counts_)])), 0.0, "ok"
 
 
 def floor_rows(X_train, y_train, X_test, y_test, epsilon, delta, classes, seed, tag):
@@ -225,8 +229,7 @@ def floor_rows(X_train, y_train, X_test, y_test, epsilon, delta, classes, seed, 
     without the searches and the oracle's fixed alphas."""
     rows = reference_rows(X_train, y_train, X_test, y_test, epsilon, delta, classes, seed,
                           tag, alphas=())
-    values, counts_ = np.unique(y_train, return_counts=True)
-    rows["majority class"] = (float(np.mean(y_test != values[np.argmax(counts_)])), 0.0, "ok")
+    rows["majority class"] = _majority_row(y_train, y_test)
     return rows
 
 
@@ -602,10 +605,9 @@ def main(argv=None):
 
         _safe.FIT_NOISE_CAP = {"alpha": 0.0, "other": 0.0}
     C.set_quick(args.quick)
-    output = args.output or {"real": "search", "generated": "search_generated",
-                             "nonlinear": "search_nonlinear"}[args.group]
-    if args.floor:
-        output = args.output or "search_floor"
+    output = args.output or ("search_floor" if args.floor else {
+        "real": "search", "generated": "search_generated",
+        "nonlinear": "search_nonlinear"}[args.group])
     shown = floor_report if args.floor else report
     if args.group == "nonlinear":
         return _main_nonlinear(args, output)
