@@ -49,6 +49,7 @@ import dpsk.mechanisms._counts as counts_module
 import dpsk.mechanisms._erm as erm_module
 import dpsk.mechanisms._gradient as gradient_module
 import dpsk.mechanisms._moments as moments_module
+import dpsk.mechanisms._prior_check as check_module
 import dpsk.model_selection._safe as safe_module
 import dpsk.model_selection._search as search_module
 import dpsk.naive_bayes._categorical as categorical_module
@@ -78,6 +79,8 @@ from dpsk.mechanisms._beyond_erm import (
 from dpsk.mechanisms._erm import _noise_plan, private_erm
 from dpsk.mechanisms._gradient import noisy_gd_schedule
 from dpsk.mechanisms._moments import RESOLUTION, noise_laws
+from dpsk.mechanisms._prior import prior_budget
+from dpsk.mechanisms._prior_check import release_prior_check
 from dpsk.mechanisms._random import NoiseSource, public_rng
 from dpsk.model_selection._safe import select_with_bonus
 from dpsk.model_selection._search import _select_candidate
@@ -690,7 +693,37 @@ def gaussian_nb():
             "4000 runs resolve about 57%, so the mutant is noise x 0.5.")
 
 
+def prior_check():
+    # The prior check's release on its own, as the linear families audit private_erm: the
+    # model and the prior's class k* are fixed by the fit's earlier releases. D' replaces
+    # a row in class k* that the model gets wrong (term -1) by one outside k* that it gets
+    # right (term +1): the margin moves by 2, the whole sensitivity (tight). The release
+    # is the exact Laplace draw's cell on the grid 2^-8; the statistic is the release.
+    budget = prior_budget(0.2, 2.5, 0.0, gaussian=False, check=0.4)  # check_epsilon = 1
+    epsilon = budget.check_epsilon
+    centres = {"D": 12.0, "D'": 10.0}
+
+    def sample(which, n_runs, seed):
+        return np.array([release_prior_check(centres[which], budget,
+                                             NoiseSource.seeded([seed, k]))
+                         for k in range(n_runs)])
+
+    def mutate(monkeypatch):
+        original = check_module.gamma_norm_noise
+        monkeypatch.setattr(check_module, "gamma_norm_noise",
+                            lambda d, beta, rng: original(d, beta / 0.8, rng))
+
+    return Family(
+        name="prior check (noisy margin)", claim=(epsilon, 0.0), sample=sample,
+        law=laplace_law(centres["D"], centres["D'"], 2.0 / epsilon),
+        thresholds=np.linspace(10.0, 16.0, 61), mutate=mutate,
+        mutant="noise x 0.8", noise_factor=0.8, n_runs=4000, seeds=(151, 152),
+        why="The margin of a fixed model moves by 2 (a wrong row in class k* replaced by a "
+            "right one outside it), the whole sensitivity; the statistic is the release.")
+
+
 FAMILY_BUILDERS = {
+    "prior-check": prior_check,
     "output-pure": output_pure,
     "output-gaussian": output_gaussian,
     "objective-pure": objective_pure,

@@ -373,12 +373,13 @@ def test_multinomial_kernel_model_is_one_release():
     X = rng.uniform(-1, 1, size=(300, 2))
     y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0).astype(int)
     acc = BudgetAccountant()
+    # Without the prior check, which may release the same prior model for both.
     clf = DPKernelClassifier(n_components=20, classes=[0, 1, 2], epsilon=2.0, alpha=0.05,
-                             accountant=acc, random_state=0).fit(X, y)
+                             accountant=acc, random_state=0, class_prior=None).fit(X, y)
     assert clf.coef_.shape == (3, 20) and acc.total() == (2.0, 0.0)
     np.testing.assert_allclose(clf.predict_proba(X).sum(axis=1), 1.0)
     ovr = DPKernelClassifier(n_components=20, classes=[0, 1, 2], multi_class="ovr",
-                             random_state=0).fit(X, y)
+                             random_state=0, class_prior=None).fit(X, y)
     assert not np.allclose(ovr.coef_, clf.coef_)
 
 

@@ -256,9 +256,11 @@ AUDITED = [
 #: The noisy release: compared by shape and dtype only (``lower_``/``upper_``:
 #: the bounds PrivateBoundsScaler learns; ``class_prior_``: the noisy class prior;
 #: ``components_``/``explained_variance_``: DPPCA's directions and noisy eigenvalues;
-#: the trees' noisy counts and split statistics).
-RELEASE = {"coef_", "intercept_", "lower_", "upper_", "class_prior_", "components_",
-           "explained_variance_", "leaf_counts_", "split_counts_", "feature_weights_"}
+#: the trees' noisy counts and split statistics; ``prior_fallback_``: the prior check's
+#: decision).
+RELEASE = {"coef_", "intercept_", "lower_", "upper_", "class_prior_", "prior_fallback_",
+           "components_", "explained_variance_", "leaf_counts_", "split_counts_",
+           "feature_weights_"}
 #: Public randomness drawn fresh at every fit (shape and dtype only).
 FRESH_PUBLIC = {"random_weights_", "tree_feature_", "tree_threshold_"}
 #: Fitted values of parameters (``alpha_`` for ``alpha``, resolved by the alpha rule from

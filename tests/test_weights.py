@@ -135,8 +135,10 @@ def test_all_one_weights_give_the_unweighted_bits(name):
     # Equal class weights normalise to all ones.
     equal = {c: 2.5 for c in range(CONFIGS[name][1])}
     assert _bits(_fit(name, 3, class_weight=equal)) == _bits(plain)
-    # Other weights change the release (same noise seed).
-    assert _bits(_fit(name, 3, sample_weight=np.full(n, 0.5))) != _bits(plain)
+    # Other weights change the release (same noise seed), unless the prior check released
+    # the same prior model for both (weak models on these small data sets).
+    half = _fit(name, 3, sample_weight=np.full(n, 0.5))
+    assert _bits(half) != _bits(plain) or (half.prior_fallback_ and plain.prior_fallback_)
 
 
 @pytest.mark.parametrize("loss", [LogisticLoss(), HuberLoss(0.5)], ids=repr)

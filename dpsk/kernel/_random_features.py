@@ -297,6 +297,12 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         Feature names, when X has string column names.
     privacy_spent_ : tuple of (float, float)
         The (epsilon, delta) this fit spent: ``(epsilon, delta)``.
+    class_prior_ : ndarray of shape (n_classes,) or None
+        The prior the intercepts shrink towards (as in
+        :class:`~dpsk.DPLogisticRegression`).
+    prior_fallback_ : bool or None
+        Whether the prior check released the prior model instead of the
+        model (as in :class:`~dpsk.DPLogisticRegression`).
     privacy_event_ : dpsk.PrivacyEvent
         The ledger's record of this fit (see :class:`~dpsk.DPLogisticRegression`).
 
@@ -411,7 +417,8 @@ class DPKernelClassifier(BaseDPLinearClassifier):
         del X
         loss = self._make_loss(len(classes))
         # d is the number of random features (plus the intercept column).
-        W, alpha, prior = self._fit_linear(Z, y, classes, loss, weights, epsilon, delta)
+        W, alpha, prior, fallback = self._fit_linear(Z, y, classes, loss, weights, epsilon,
+                                                     delta)
         # The design rows are [phi, 1]/sqrt(2): map the weights back to phi and 1.
         coef, intercept = unscale_coef(W, 1.0, self.fit_intercept)
         return {
@@ -421,6 +428,7 @@ class DPKernelClassifier(BaseDPLinearClassifier):
             "intercept_": intercept,
             "alpha_": alpha,
             "class_prior_": prior,
+            "prior_fallback_": fallback,
         }
 
     def decision_function(self, X):

@@ -38,8 +38,10 @@ from ..mechanisms._prior import (
     release_class_counts,
     smoothed_prior,
 )
+from ..mechanisms._prior_check import check_share, prior_wins, release_prior_check
 from ..mechanisms._random import noise_source, validate_random_state
 from ..pipeline._norms import resolve_data_norm
+from ._margin import training_margin
 
 __all__ = ["BaseDPLinearClassifier", "fit_private_problems", "problem_count", "AUTO_DATA_NORM",
            "SKLEARN_ONLY", "as_input_dtype", "refuse_sklearn_only", "class_counts",
@@ -186,6 +188,19 @@ def _prior_centers(prior, loss, d, n_classes):
     # The intercept column holds INTERCEPT_SCALE in every row (dpsk._data._design).
     centers[:, -1] = logits / INTERCEPT_SCALE
     return centers if loss.n_outputs > 1 else list(centers)
+
+
+def prior_model_weights(prior, loss, d, n_classes):
+    """The prior model in the shape :func:`fit_private_problems` returns: ``(1 or K, d)``.
+
+    Its only non-zero weights are the intercept column's, set to the centres
+    of the regulariser (:func:`_prior_centers`), so it predicts the class of
+    largest ``prior`` for every row. Post-processing of the released prior.
+    """
+    centers = np.atleast_2d(np.asarray(_prior_centers(prior, loss, d, n_classes)))
+    if loss.n_outputs > 1 and n_classes == 2:
+        return centers[1:] - centers[:1]
+    return centers
 
 
 def class_counts(y, classes):
@@ -400,7 +415,7 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
                                   perturbation=self.perturbation,
                                   n_problems=problems, tol=self.tol, loss_at=loss_at)
         share = prior_share(bound, n, n_classes, epsilon, delta, gaussian)
-        return prior_budget(share, epsilon, delta, gaussian)
+        return prior_budget(share, epsilon, delta, gaussian, check=check_share(n, epsilon))
 
     def _class_prior(self, y, classes, budget, rng):
         """The prior the models are centred on: noisy (released here), declared, or None."""
@@ -414,24 +429,36 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
     def _fit_linear(self, Z, y, classes, loss, weights, epsilon, delta):
         """The one private fit every linear shell runs on its design ``Z``.
 
-        Returns ``(W, alpha, prior)``: the released weights on ``Z``'s columns,
-        the L2 strength and the prior the models were centred on (None if none).
+        With the noisy class prior the fit makes three releases: the class
+        counts, the model (centred on the prior model) and the prior check,
+        which releases the prior model instead of the model when the noisy
+        check says the prior model classifies more training rows correctly
+        (:mod:`dpsk.mechanisms._prior_check`). Returns ``(W, alpha, prior,
+        fallback)``: the released weights on ``Z``'s columns, the L2 strength,
+        the prior the models were centred on (None if none) and whether the
+        prior model was released (None when no check ran).
         """
         n, d = Z.shape
         budget = self._prior_budget(n, d, loss, len(classes), epsilon, delta)
         alpha = self._resolve_alpha(n, d, loss, len(classes), epsilon, delta)
         rng = noise_source(self.random_state)
-        if budget is not None:
-            count_rng, rng = rng.spawn(2)
-            prior = self._class_prior(y, classes, budget, count_rng)
-            epsilon = budget.model_epsilon
-        else:
+        if budget is None:
             prior = self._class_prior(y, classes, None, None)
+            W = fit_private_problems(
+                Z, y, classes, loss, epsilon, alpha, self.perturbation, rng, tol=self.tol,
+                delta=delta, n_jobs=self.n_jobs, sample_weight=weights, prior=prior)
+            return W, alpha, prior, None
+        count_rng, rng, check_rng = rng.spawn(3)
+        prior = self._class_prior(y, classes, budget, count_rng)
         W = fit_private_problems(
-            Z, y, classes, loss, epsilon, alpha, self.perturbation, rng, tol=self.tol,
-            delta=delta, n_jobs=self.n_jobs, sample_weight=weights, prior=prior,
-        )
-        return W, alpha, prior
+            Z, y, classes, loss, budget.model_epsilon, alpha, self.perturbation, rng,
+            tol=self.tol, delta=delta, n_jobs=self.n_jobs, sample_weight=weights, prior=prior)
+        constant = int(np.argmax(prior))
+        noisy = release_prior_check(training_margin(Z, y, W, classes, constant, weights),
+                                    budget, check_rng)
+        if prior_wins(noisy):
+            return prior_model_weights(prior, loss, d, len(classes)), alpha, prior, True
+        return W, alpha, prior, False
 
     def _check_params_before_fit(self):
         """Parameter checks beyond the constraints (subclasses add theirs)."""
@@ -485,11 +512,12 @@ class BaseDPLinearClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEstima
         else:
             Z = design_rows(X, data_norm, self.fit_intercept)
         loss = self._make_loss(len(classes))
-        W, alpha, prior = self._fit_linear(Z, y, classes, loss, weights, epsilon, delta)
+        W, alpha, prior, fallback = self._fit_linear(Z, y, classes, loss, weights, epsilon,
+                                                     delta)
         coef, intercept = unscale_coef(W, data_norm, self.fit_intercept)
         coef, intercept = as_input_dtype(X, coef, intercept)
         return {"classes_": classes, "coef_": coef, "intercept_": intercept, "alpha_": alpha,
-                "class_prior_": prior}
+                "class_prior_": prior, "prior_fallback_": fallback}
 
     def decision_function(self, X):
         """Signed scores ``clip(X) @ coef_.T + intercept_``.

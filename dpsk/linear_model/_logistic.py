@@ -47,8 +47,15 @@ _CLASS_WEIGHT_DOC = """    class_weight : dict or None, default=None
         model's regulariser is centred on the model that predicts this noisy
         prior (log-odds, or log-probabilities for the softmax) instead of on
         zero: a strongly regularised model predicts the majority class, not
-        its intercept's noise. The total cost is still ``(epsilon, delta)``,
-        one ledger event; the noisy prior is ``class_prior_``. An array: a
+        its intercept's noise. After the model, a last share (a public
+        function of ``n_samples * epsilon``) releases how many more training
+        rows the model classifies correctly than the prior model, with exact
+        noise; where that noisy margin is negative the fit releases the prior
+        model instead (``prior_fallback_``): a model whose signal cannot beat
+        the noise at this budget is replaced by the best constant the counts
+        show (docs/privacy.rst, "The prior check"). The total cost is still
+        ``(epsilon, delta)``, one ledger event; the noisy prior is
+        ``class_prior_``. An array: a
         public prior you know (one value > 0 per class in the order of
         ``classes_``), which costs nothing. None: centre on zero (the
         behaviour before this parameter). Ignored with
@@ -147,6 +154,13 @@ _SHARED_ATTRS_DOC = """
         The prior the intercepts shrink towards: the noisy, smoothed class
         prior released by the fit (``class_prior="auto"``), the declared one,
         or None (no intercept or ``class_prior=None``).
+    prior_fallback_ : bool or None
+        True when the prior check found the prior model at least as accurate
+        on the training rows (a noisy, private comparison) and the fit
+        released it instead of the model: ``coef_`` is then zero and every
+        prediction is the noisy majority class. False when the model was
+        kept; None when no check ran (``class_prior`` not ``"auto"`` or no
+        intercept).
     privacy_event_ : dpsk.PrivacyEvent
         The ledger's record of this fit: a ``PureDPEvent`` (``delta = 0``), a
         ``GaussianEvent`` (Gaussian output perturbation) or an

@@ -34,6 +34,7 @@ import numpy as np
 
 from ._discrete import discrete_laplace
 from ._noise import analytic_gaussian_sigma
+from ._prior_check import CHECK_SENSITIVITY
 from ._samplers import add_on_grid, gaussian_noise
 
 __all__ = ["PriorBudget", "prior_budget", "prior_share", "release_class_counts",
@@ -58,6 +59,10 @@ _GDP_MARGIN = 1e-6
 
 _SHARE_GRID = np.geomspace(*PRIOR_SHARE_RANGE, 64)
 
+#: With more than two classes the counts' share is at least ``COUNT_ROWS / (n
+#: epsilon)`` (within :data:`PRIOR_SHARE_RANGE`): see :func:`prior_share`.
+COUNT_ROWS = 100.0
+
 
 @dataclass(frozen=True)
 class PriorBudget:
@@ -73,50 +78,80 @@ class PriorBudget:
         Pure counts: discrete Laplace of scale ``2 / count_epsilon`` on each.
     count_sigma : float or None
         Gaussian counts: ``N(0, count_sigma^2)`` on each, on :data:`COUNT_GRID`.
+    check_share : float
+        The share ``t`` of epsilon the prior check takes (0: no check).
+    check_epsilon : float or None
+        A pure check: Laplace noise of scale ``2 / check_epsilon``
+        (:mod:`dpsk.mechanisms._prior_check`).
+    check_sigma : float or None
+        A Gaussian check: ``N(0, check_sigma^2)``.
     """
 
     share: float
     model_epsilon: float
     count_epsilon: float | None = None
     count_sigma: float | None = None
+    check_share: float = 0.0
+    check_epsilon: float | None = None
+    check_sigma: float | None = None
+
+    @property
+    def checks(self):
+        """Whether the fit runs the prior check."""
+        return self.check_share > 0
+
+    @property
+    def pure_side_epsilon(self):
+        """The pure releases beside the model (counts and check), or 0 for Gaussian ones."""
+        return (self.count_epsilon or 0.0) + (self.check_epsilon or 0.0)
 
 
-def prior_budget(share, epsilon, delta, gaussian):
-    """Split ``(epsilon, delta)`` between the counts and the model, exactly.
+def prior_budget(share, epsilon, delta, gaussian, check=0.0):
+    """Split ``(epsilon, delta)`` between the counts, the prior check and the model, exactly.
 
-    The model runs at ``((1 - share) epsilon, delta)``. What the counts get
-    depends on how the fit's cost is recorded:
+    The model runs at ``((1 - share - check) epsilon, delta)``. What the counts
+    and the check get depends on how the fit's cost is recorded:
 
     * ``gaussian=False`` (a pure fit, or Gaussian objective perturbation,
       recorded as an ``(epsilon, delta)`` pair): the counts are pure at
-      ``share * epsilon``; by sequential composition the total is
-      ``(epsilon, delta)``.
+      ``share * epsilon`` and the check at ``check * epsilon``; by sequential
+      composition the total is ``(epsilon, delta)``.
     * ``gaussian=True`` (Gaussian output perturbation and noisy gradient
       descent, recorded as one Gaussian mechanism of Gaussian-DP parameter
       ``mu = 1 / analytic_gaussian_sigma(epsilon, delta, 1)``): the model is
-      ``mu_m``-GDP with ``mu_m = 1 / analytic_gaussian_sigma((1 - share)
-      epsilon, delta, 1)``; the counts get ``mu_c^2 = mu^2 - mu_m^2`` (less a
-      relative margin), i.e. noise ``sqrt(2) / mu_c``. Two Gaussian mechanisms
-      compose to exactly one of parameter ``sqrt(mu_c^2 + mu_m^2) <= mu``, so
+      ``mu_m``-GDP with ``mu_m = 1 / analytic_gaussian_sigma((1 - share -
+      check) epsilon, delta, 1)``; what is left, ``mu^2 - mu_m^2`` (less a
+      relative margin), is shared between the counts and the check in the
+      ratio ``share : check``: the counts get noise ``sqrt(2) / mu_c``, the
+      check (sensitivity 2) noise ``2 / mu_t``. Gaussian mechanisms compose to
+      exactly one of parameter ``sqrt(mu_c^2 + mu_t^2 + mu_m^2) <= mu``, so
       the fit's event is unchanged.
 
     Returns
     -------
     PriorBudget
     """
-    share = float(share)
-    if not 0.0 < share < 1.0:
-        raise ValueError(f"share must be in (0, 1), got {share!r}.")
-    model_epsilon = (1.0 - share) * epsilon
+    share, check = float(share), float(check)
+    if not 0.0 < share < 1.0 or not 0.0 <= check < 1.0 - share:
+        raise ValueError(f"share must be in (0, 1) and check in [0, 1 - share), got "
+                         f"{share!r} and {check!r}.")
+    model_epsilon = (1.0 - share - check) * epsilon
     if not gaussian:
-        return PriorBudget(share, model_epsilon, count_epsilon=share * epsilon)
+        return PriorBudget(share, model_epsilon, count_epsilon=share * epsilon,
+                           check_share=check,
+                           check_epsilon=check * epsilon if check > 0 else None)
     mu = 1.0 / analytic_gaussian_sigma(epsilon, delta, 1.0)
     mu_model = (1.0 + _GDP_MARGIN) / analytic_gaussian_sigma(model_epsilon, delta, 1.0)
     left = mu**2 - mu_model**2
     if not left > 0:  # pragma: no cover - the model's share is always below the whole
         raise ValueError("The model's share leaves nothing for the class counts.")
+    counts_part = left * share / (share + check)
+    check_sigma = None
+    if check > 0:
+        check_sigma = CHECK_SENSITIVITY / math.sqrt(left - counts_part)
     return PriorBudget(share, model_epsilon,
-                       count_sigma=COUNT_L2_SENSITIVITY / math.sqrt(left))
+                       count_sigma=COUNT_L2_SENSITIVITY / math.sqrt(counts_part),
+                       check_share=check, check_sigma=check_sigma)
 
 
 def prior_share(model_bound, n, n_classes, epsilon, delta, gaussian):
@@ -132,7 +167,18 @@ def prior_share(model_bound, n, n_classes, epsilon, delta, gaussian):
     uniform prior (public: the true prior is not). The share minimises the sum
     over :data:`PRIOR_SHARE_RANGE`: a few per cent of epsilon where ``n
     epsilon`` is large, up to a quarter where it is small and the model can
-    gain little over the prior anyway. Public quantities only.
+    gain little over the prior anyway.
+
+    With more than two classes the share is at least ``COUNT_ROWS / (n
+    epsilon)`` (clipped to the range): the pure counts' noise then has a
+    standard deviation of at most ``2 sqrt(2) / COUNT_ROWS`` (2.8%) of the
+    rows. The noisy majority class is the constant the prior check
+    (:mod:`dpsk.mechanisms._prior_check`) may release, and with several
+    classes of similar size a noisier count picks the wrong one often
+    enough to make the fallback worse than the true majority class; with two
+    classes a wrong pick needs nearly balanced classes, where the constant's
+    error is near one half and the model wins the check. Public quantities
+    only.
 
     Returns
     -------
@@ -147,7 +193,10 @@ def prior_share(model_bound, n, n_classes, epsilon, delta, gaussian):
         else:  # discrete Laplace of scale t: variance 2 e^(1/t) / (e^(1/t) - 1)^2 <= 2 t^2
             variance = 2.0 * (COUNT_L1_SENSITIVITY / budget.count_epsilon) ** 2
         values.append(model_bound / (1.0 - s) + k**2 * variance / (2.0 * n**2))
-    return float(_SHARE_GRID[int(np.argmin(values))])
+    share = float(_SHARE_GRID[int(np.argmin(values))])
+    if COUNT_ROWS and k > 2:
+        share = max(share, min(COUNT_ROWS / (n * epsilon), PRIOR_SHARE_RANGE[1]))
+    return share
 
 
 def release_class_counts(counts, budget, rng):

@@ -197,15 +197,16 @@ def _objective_components(final, n_train, n_classes, epsilon, delta, n_features=
             "when the model's own number of features is unknown (alpha='auto' reads it).")
     counts = []
     if final._spends_on_prior():
-        # The fit's noisy class counts: a pure release at the share the fit gives them,
-        # the model at the rest (BaseDPLinearClassifier._prior_budget, public sizes).
+        # The fit's noisy class counts and its prior check: pure releases at the shares
+        # the fit gives them, the model at the rest (BaseDPLinearClassifier._prior_budget,
+        # public sizes).
         if n_features is None:
             raise UnsupportedCandidateError(
                 "method='repeat' needs the model's number of features to share a Gaussian "
                 "objective fit's budget with its class counts; pass class_prior=None.")
         width = int(getattr(final, "n_components", n_features)) + 1
         budget = final._prior_budget(int(n_train), width, loss, n_classes, epsilon, delta)
-        counts = [("pure", budget.count_epsilon, 1)]
+        counts = [("pure", budget.pure_side_epsilon, 1)]
         epsilon = budget.model_epsilon
     eps_each, delta_each = epsilon / problems, delta / problems
     eps_solver = SOLVER_EPSILON_SHARE * eps_each
