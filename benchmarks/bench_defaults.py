@@ -531,7 +531,7 @@ def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), multipliers
     Returns ``{(noise_scale, multiplier, tag): (near, worse, cells)}``.
     """
     from dpsk import DPLogisticRegression
-    from dpsk.mechanisms._alpha import SOFTMAX_ALPHA_FACTOR, floor_alpha
+    from dpsk.mechanisms._alpha import floor_alpha, softmax_factor
 
     paired = paired_by_cell(records)
     logs = np.log(ORACLE_ALPHAS)
@@ -555,7 +555,7 @@ def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), multipliers
                 budget = model._prior_budget(n, d, loss, len(classes), eps, delta)
                 rule = model._rule_alpha(n, d, loss, len(classes), budget.model_epsilon, delta)
                 if loss.n_outputs > 1:  # the multipliers stand for the softmax factor itself
-                    rule /= SOFTMAX_ALPHA_FACTOR
+                    rule /= softmax_factor(n, budget.model_epsilon)
                 for scale in noise_scales:
                     floor = 0.0 if scale is None else floor_alpha(
                         prior, n, d, budget.model_epsilon, delta, loss=loss,
