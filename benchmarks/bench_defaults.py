@@ -517,7 +517,8 @@ def rule_offsets(records, seed=0):
 def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), multipliers=(1.0,),
                datasets=None):
     """Re-evaluate the default's alpha on the stored curves: the rule, with the softmax's
-    factor replaced by each ``multiplier`` for more than two classes, with or without
+    factor at ``n epsilon = SOFTMAX_PIVOT`` (``SOFTMAX_ALPHA_FACTOR``, its slope in ``n
+    epsilon`` kept) replaced by each ``multiplier`` for more than two classes, with or without
     the majority floor (:func:`dpsk.mechanisms._alpha.floor_alpha`) at each
     ``noise_scale`` (None: no
     floor).
@@ -531,7 +532,7 @@ def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), multipliers
     Returns ``{(noise_scale, multiplier, tag): (near, worse, cells)}``.
     """
     from dpsk import DPLogisticRegression
-    from dpsk.mechanisms._alpha import floor_alpha, softmax_factor
+    from dpsk.mechanisms._alpha import SOFTMAX_ALPHA_FACTOR, floor_alpha
 
     paired = paired_by_cell(records)
     logs = np.log(ORACLE_ALPHAS)
@@ -554,8 +555,8 @@ def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), multipliers
                 loss = model._make_loss(len(classes))
                 budget = model._prior_budget(n, d, loss, len(classes), eps, delta)
                 rule = model._rule_alpha(n, d, loss, len(classes), budget.model_epsilon, delta)
-                if loss.n_outputs > 1:  # the multipliers stand for the softmax factor itself
-                    rule /= softmax_factor(n, budget.model_epsilon)
+                if loss.n_outputs > 1:  # the multipliers stand for the softmax's F
+                    rule /= SOFTMAX_ALPHA_FACTOR
                 for scale in noise_scales:
                     floor = 0.0 if scale is None else floor_alpha(
                         prior, n, d, budget.model_epsilon, delta, loss=loss,

@@ -27,7 +27,7 @@ import numpy as np
 from dpsk.mechanisms._alpha import softmax_factor
 
 from . import _common as C
-from .bench_defaults import ORACLE_ALPHAS, _near, paired_by_cell
+from .bench_defaults import ORACLE_ALPHAS, _near, _worse, paired_by_cell
 from .bench_search import MECHANISMS, _fixed_row, add_oracles, read_records, reference_rows
 
 #: (name, training rows, d, separation, K, density[, extras]) as in
@@ -64,7 +64,8 @@ def _draw(name, seed):
     return X[:n], y[:n], X[n:], y[n:]
 
 
-def run(names, epsilons, n_folds, seed):
+def run(names, epsilons, n_folds, seed, alphas=ORACLE_ALPHAS):
+    """The default and the fixed-alpha rows (``alphas=()``: the default only, same seeds)."""
     records = []
     for name in names:
         t0 = time.perf_counter()
@@ -83,13 +84,41 @@ def run(names, epsilons, n_folds, seed):
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         rows = reference_rows(X_train, y_train, X_test, y_test, eps, delta,
-                                              classes, cell_seed, tag)
+                                              classes, cell_seed, tag, alphas=alphas)
                     for row, (error, seconds, status) in rows.items():
                         records.append(dict(dataset=name, epsilon=eps, fold=k, run=0,
                                             row=row, error=error, fit_time=seconds,
                                             status=status))
         print(f"{name}: {time.perf_counter() - t0:.0f}s", flush=True)
-    return add_oracles(records, [tag for tag, _ in MECHANISMS])
+    return add_oracles(records, [tag for tag, _ in MECHANISMS]) if alphas else records
+
+
+def refit_check(stored, refit, names):
+    """The stored default rows and the refitted ones against the stored oracle and majority,
+    on the same splits and seeds: one line per cell, then the counts per mechanism."""
+    old, new = paired_by_cell(stored), paired_by_cell(refit)
+    for tag, _ in MECHANISMS:
+        totals = np.zeros(4, dtype=int)
+        cells_ = 0
+        for name in names:
+            for eps in sorted({k[1] for k in new if k[0] == name} - {0.0}):
+                oracle = old[(name, eps, f"oracle, {tag}")]
+                majority = old.get((name, eps, "majority class")) or old[(name, 0.0,
+                                                                          "majority class")]
+                if set(majority) != set(oracle):  # one majority row per fold (generated)
+                    majority = {k: majority[(k[0], 0)] for k in oracle}
+                a, b = old[(name, eps, f"dpsk default, {tag}")], new[(name, eps,
+                                                                      f"dpsk default, {tag}")]
+                flags = (_near(a, oracle), _near(b, oracle), _worse(a, majority),
+                         _worse(b, majority))
+                totals += np.array(flags, dtype=int)
+                cells_ += 1
+                print(f"{name} | {eps:g} | {tag} | before {np.mean(list(a.values())):.4f} | "
+                      f"after {np.mean(list(b.values())):.4f} | oracle "
+                      f"{np.mean(list(oracle.values())):.4f} | near {flags[0]:d} -> "
+                      f"{flags[1]:d} | worse than majority {flags[2]:d} -> {flags[3]:d}")
+        print(f"{tag}: near the oracle {totals[0]} -> {totals[1]} of {cells_}; worse than "
+              f"the majority {totals[2]} -> {totals[3]}")
 
 
 # --------------------------------------------------------------------- analysis
@@ -225,9 +254,20 @@ def main(argv=None):
     parser.add_argument("--output", default="softmax_rule")
     parser.add_argument("--from-csv", action="store_true")
     parser.add_argument("--inputs", nargs="+", default=None)
+    parser.add_argument("--defaults-only", action="store_true",
+                        help="fit the default rows only (same seeds), for --refit-check")
+    parser.add_argument("--refit-check", nargs="+", default=None, metavar="CSV",
+                        help="the refitted default rows of CSV against the stored rows, "
+                             "oracle and majority of --inputs")
     parser.add_argument("--fit", action="store_true",
                         help="with --from-csv: the counts of every sloped rule")
     args = parser.parse_args(argv)
+    if args.refit_check:
+        stored = [r for name in args.inputs for r in read_records(name)]
+        refit = [r for name in args.refit_check for r in read_records(name)]
+        names = list(dict.fromkeys(r["dataset"] for r in refit))
+        refit_check(stored, refit, [n for n in names if n not in BINARY])
+        return 0
     if args.from_csv:
         records = [r for name in (args.inputs or [args.output]) for r in read_records(name)]
         table = cells([r for r in records if r["dataset"] not in BINARY])
@@ -238,7 +278,8 @@ def main(argv=None):
         return 0
     C.limit_blas_threads()
     C.header("softmax-rule: the multinomial default's alpha against its oracle")
-    records = run(args.families, args.epsilons, args.folds, args.seed)
+    records = run(args.families, args.epsilons, args.folds, args.seed,
+                  alphas=() if args.defaults_only else ORACLE_ALPHAS)
     C.write_csv(args.output, records,
                 columns=["dataset", "epsilon", "fold", "run", "row", "error", "fit_time",
                          "status", "oracle_of"],
