@@ -27,8 +27,8 @@ import numpy as np
 from dpsk.mechanisms._alpha import softmax_factor
 
 from . import _common as C
-from .bench_defaults import ORACLE_ALPHAS, _near, _worse, paired_by_cell
-from .bench_search import MECHANISMS, _fixed_row, add_oracles, read_records, reference_rows
+from .bench_defaults import ORACLE_ALPHAS, _near, _worse, on_curve, paired_by_cell, stored_curve
+from .bench_search import MECHANISMS, add_oracles, read_records, reference_rows
 
 #: (name, training rows, d, separation, K, density[, extras]) as in
 #: ``bench_alpha_rule.MULTICLASS``; none of them is one of its families.
@@ -155,32 +155,25 @@ def minimisers(name, eps, delta):
 def cells(records):
     """Per (data set, epsilon, tag): the curve, the rows by alpha, oracle and public sizes."""
     paired = paired_by_cell(records)
-    logs = np.log(ORACLE_ALPHAS)
     out = []
     for name in dict.fromkeys(r["dataset"] for r in records):
         for eps in sorted({r["epsilon"] for r in records if r["dataset"] == name} - {0.0}):
             for tag, delta in MECHANISMS:
-                rows = [paired.get((name, eps, _fixed_row(a, tag))) for a in ORACLE_ALPHAS]
-                oracle = paired.get((name, eps, f"oracle, {tag}"))
-                if not all(rows) or not oracle:
+                found = stored_curve(paired, name, eps, tag)
+                if found is None:
                     continue
-                means = np.array([np.mean(list(r.values())) for r in rows])
+                rows, means, oracle = found
                 minimiser, model_eps, n, d, K = minimisers(name, eps, delta)
                 out.append(dict(dataset=name, epsilon=eps, tag=tag, n=n, d=d, K=K,
                                 model_eps=model_eps, minimiser=minimiser, rows=rows,
-                                means=means, oracle=oracle, logs=logs,
+                                means=means, oracle=oracle,
                                 default=paired.get((name, eps, f"dpsk default, {tag}"))))
     return out
 
 
 def near_at(cell, alpha):
     """Whether ``alpha`` is within tolerance of the cell's oracle on the stored curve."""
-    logs, rows = cell["logs"], cell["rows"]
-    x = np.clip(np.log(alpha), logs[0], logs[-1])
-    error = float(np.interp(x, logs, cell["means"]))
-    nearest = rows[int(np.argmin(np.abs(logs - x)))]
-    shifted = {k: v - nearest[k] + error for k, v in nearest.items()}
-    return _near(shifted, cell["oracle"])
+    return _near(on_curve(cell["rows"], cell["means"], alpha), cell["oracle"])
 
 
 def near_range(cell):
