@@ -240,6 +240,8 @@ def fit_table(table, factors=(1.0, 1.4, 2.0, 2.8, 4.0),
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks softmax-rule")
+    parser.add_argument("--quick", action="store_true",
+                        help="two small families, 2 folds, epsilon 0.5 and 2 (results/quick/)")
     parser.add_argument("--families", nargs="+", default=[f[0] for f in FAMILIES])
     parser.add_argument("--folds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
@@ -255,6 +257,9 @@ def main(argv=None):
     parser.add_argument("--fit", action="store_true",
                         help="with --from-csv: the counts of every sloped rule")
     args = parser.parse_args(argv)
+    C.set_quick(args.quick)
+    if args.quick:
+        args.families, args.folds, args.epsilons = [FAMILIES[0][0], FAMILIES[2][0]], 2, [0.5, 2.0]
     if args.refit_check:
         stored = [r for name in args.inputs for r in read_records(name)]
         refit = [r for name in args.refit_check for r in read_records(name)]
