@@ -514,10 +514,31 @@ def rule_offsets(records, seed=0):
     return summary
 
 
+def stored_curve(paired, name, eps, tag):
+    """``(rows, means, oracle)`` of one cell's fixed-alpha curve (rows of
+    :data:`ORACLE_ALPHAS` in order, keyed by (fold, run)), or None if incomplete."""
+    rows = [paired.get((name, eps, _fixed_row(a, tag))) for a in ORACLE_ALPHAS]
+    oracle = paired.get((name, eps, f"oracle, {tag}"))
+    if not all(rows) or not oracle:
+        return None
+    return rows, np.array([np.mean(list(r.values())) for r in rows]), oracle
+
+
+def on_curve(rows, means, alpha):
+    """The paired row a rule's ``alpha`` gets on a stored curve: the mean error
+    interpolated in ``log alpha``, with the paired deviations of the nearest grid alpha."""
+    logs = np.log(ORACLE_ALPHAS)
+    x = np.clip(np.log(alpha), logs[0], logs[-1])
+    error = float(np.interp(x, logs, means))
+    nearest = rows[int(np.argmin(np.abs(logs - x)))]
+    return {k: v - nearest[k] + error for k, v in nearest.items()}
+
+
 def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), multipliers=(1.0,),
                datasets=None):
     """Re-evaluate the default's alpha on the stored curves: the rule, with the softmax's
-    factor replaced by each ``multiplier`` for more than two classes, with or without
+    factor at ``n epsilon = SOFTMAX_PIVOT`` (``SOFTMAX_ALPHA_FACTOR``, its slope in ``n
+    epsilon`` kept) replaced by each ``multiplier`` for more than two classes, with or without
     the majority floor (:func:`dpsk.mechanisms._alpha.floor_alpha`) at each
     ``noise_scale`` (None: no
     floor).
@@ -534,7 +555,6 @@ def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), multipliers
     from dpsk.mechanisms._alpha import SOFTMAX_ALPHA_FACTOR, floor_alpha
 
     paired = paired_by_cell(records)
-    logs = np.log(ORACLE_ALPHAS)
     out = {}
     names = datasets or list(dict.fromkeys(r["dataset"] for r in records))
     for name in names:
@@ -545,16 +565,15 @@ def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), multipliers
         for eps in sorted({r["epsilon"] for r in records if r["dataset"] == name}):
             majority = paired.get((name, eps, "majority class"))
             for tag, delta in MECHANISMS:
-                rows = [paired.get((name, eps, _fixed_row(a, tag))) for a in ORACLE_ALPHAS]
-                oracle = paired.get((name, eps, f"oracle, {tag}"))
-                if not all(rows) or not oracle:
+                found = stored_curve(paired, name, eps, tag)
+                if found is None:
                     continue
-                means = np.array([np.mean(list(r.values())) for r in rows])
+                rows, means, oracle = found
                 model = DPLogisticRegression(epsilon=eps, delta=delta, classes=classes)
                 loss = model._make_loss(len(classes))
                 budget = model._prior_budget(n, d, loss, len(classes), eps, delta)
                 rule = model._rule_alpha(n, d, loss, len(classes), budget.model_epsilon, delta)
-                if loss.n_outputs > 1:  # the multipliers stand for the softmax factor itself
+                if loss.n_outputs > 1:  # the multipliers stand for the softmax's F
                     rule /= SOFTMAX_ALPHA_FACTOR
                 for scale in noise_scales:
                     floor = 0.0 if scale is None else floor_alpha(
@@ -562,10 +581,7 @@ def rule_check(records, seed=0, noise_scales=(None, 1.0, 0.5, 0.25), multipliers
                         perturbation="objective", noise_scale=scale)
                     for mult in multipliers:
                         alpha = max(rule * (mult if len(classes) > 2 else 1.0), floor)
-                        x = np.clip(np.log(alpha), logs[0], logs[-1])
-                        error = float(np.interp(x, logs, means))
-                        nearest = rows[int(np.argmin(np.abs(logs - x)))]
-                        shifted = {k: v - nearest[k] + error for k, v in nearest.items()}
+                        shifted = on_curve(rows, means, alpha)
                         near = _near(shifted, oracle)
                         worse = bool(majority) and _worse(shifted, majority)
                         a, b, c = out.get((scale, mult, tag), (0, 0, 0))

@@ -55,6 +55,8 @@ naive-bayes  DPGaussianNB / DPCategoricalNB vs diffprivlib 0.6.6's GaussianNB, t
 search       the default search (safe) and an explicit alpha grid against the untuned
              default, the majority class and the oracle on 8 binary and 4 multiclass
              real tables (or --group generated), same splits; the targets and timing
+softmax-rule the multinomial default's alpha against its oracle on generated multiclass
+             families (n 1e3 to 1e5, K 3 to 8); --from-csv re-evaluates the softmax factor
 ledger       a stored ledger (BudgetAccountant.open): median time of one charge on SQLite
              (and PostgreSQL with --postgres URL), and a fit on Adult with a stored ledger
              against an in-memory one
@@ -109,15 +111,16 @@ COMMANDS = {
     "pca": ("bench_pca", "main"),
     "trees": ("bench_trees", "main"),
     "families": ("bench_families", "main"),
+    "softmax-rule": ("bench_softmax_rule", "main"),
 }
 ALL_ORDER = ("table1", "epsilon", "diffprivlib", "fit-time", "scaling", "kernel", "grid-search",
              "gaussian", "utility", "prediction", "tuning", "repeat", "multiclass", "beyond-erm",
              "defaults", "cm2008", "learning-curve", "bounds", "alpha-rule", "weights",
              "search-bound", "raw-tables", "naive-bayes", "search", "ledger", "pca", "trees",
-             "families")
+             "families", "softmax-rule")
 OPTIONAL = {"kernel", "grid-search", "gaussian", "utility", "prediction", "tuning", "repeat",
             "multiclass", "beyond-erm", "alpha-rule", "weights", "search-bound", "naive-bayes",
-            "search", "trees", "families"}
+            "search", "trees", "families", "softmax-rule"}
 
 
 class MissingBenchmark(RuntimeError):

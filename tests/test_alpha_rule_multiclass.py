@@ -151,3 +151,25 @@ def test_default_grid_search_runs_around_the_softmax_rule():
     rule = {auto_alpha(n, 5, 1.0, loss=MultinomialLoss(3), perturbation="objective")
             for n in range(100, 901)}
     assert alphas[1] in rule
+
+
+def test_softmax_factor_falls_with_n_epsilon():
+    # F at the pivot, F (N0 / (n eps))^s elsewhere: larger below the pivot, smaller above.
+    from dpsk.mechanisms._alpha import (
+        SOFTMAX_ALPHA_FACTOR,
+        SOFTMAX_ALPHA_SLOPE,
+        SOFTMAX_PIVOT,
+        softmax_factor,
+    )
+
+    assert softmax_factor(SOFTMAX_PIVOT, 1.0) == pytest.approx(SOFTMAX_ALPHA_FACTOR)
+    assert softmax_factor(2 * SOFTMAX_PIVOT, 0.5) == pytest.approx(SOFTMAX_ALPHA_FACTOR)
+    assert softmax_factor(10 * SOFTMAX_PIVOT, 1.0) == pytest.approx(
+        SOFTMAX_ALPHA_FACTOR * 10.0 ** -SOFTMAX_ALPHA_SLOPE)
+    assert softmax_factor(100, 1.0) > SOFTMAX_ALPHA_FACTOR > softmax_factor(10**5, 1.0)
+    loss = MultinomialLoss(5)
+    for n, eps, delta in ((1000, 0.1, 0.0), (43000, 2.0, 1e-6)):
+        kwargs = dict(loss=loss, perturbation="objective")
+        ratio = (auto_alpha(n, 21, eps, delta, **kwargs)
+                 / auto_alpha(n, 21, eps, delta, corrected=False, **kwargs))
+        assert ratio == pytest.approx(softmax_factor(n, eps))

@@ -33,7 +33,8 @@ from ._gradient import noisy_gd_schedule
 
 __all__ = ["auto_alpha", "excess_risk_bound", "prior_size", "resolve_alpha", "PRIOR_NORM",
            "PRIOR_EXPONENT", "ALPHA_RANGE", "minimise_over_alpha", "floor_alpha", "score_noise_sd",
-           "zero_signal_excess", "FLOOR_EXCESS", "SOFTMAX_ALPHA_FACTOR"]
+           "zero_signal_excess", "FLOOR_EXCESS", "SOFTMAX_ALPHA_FACTOR",
+           "SOFTMAX_ALPHA_SLOPE", "SOFTMAX_PIVOT", "softmax_factor"]
 
 #: The prior guess of the comparator's size, per mechanism: ``||w0||^2 =
 #: PRIOR_NORM[perturbation]^2 * size^PRIOR_EXPONENT[perturbation]`` on rows of
@@ -56,11 +57,17 @@ __all__ = ["auto_alpha", "excess_risk_bound", "prior_size", "resolve_alpha", "PR
 #: ``||W0||^2 = r^2 d^p (K - 1) / 2`` (see :func:`prior_size`), not ``r^2 (K d)^p``.
 PRIOR_NORM = {"objective": 2.0, "output": 0.5, "gradient": 7.5}
 
-#: The softmax's alpha over the minimiser of its bound: a correction calibrated on
-#: multiclass data (generated families and real tables with 3 to 4 classes, with the
-#: class prior; docs/choosing_alpha.rst, "Multiclass, with the class prior"), held
-#: out on others. One-vs-rest and the margin losses keep the bound's minimiser.
+#: The softmax's alpha over the minimiser of its bound at ``n epsilon =``
+#: :data:`SOFTMAX_PIVOT`; it falls like ``(n epsilon)^-SOFTMAX_ALPHA_SLOPE`` (see
+#: :func:`softmax_factor`). Calibrated on generated multiclass families (n 1e3 to
+#: 1e5, K 3 to 8, with the class prior; docs/choosing_alpha.rst, "Multiclass: a
+#: factor that falls with n epsilon"), held out on real tables. One-vs-rest and
+#: the margin losses keep the bound's minimiser.
 SOFTMAX_ALPHA_FACTOR = 2.0
+#: The slope of the softmax factor in ``log(n epsilon)``.
+SOFTMAX_ALPHA_SLOPE = 0.2
+#: The ``n epsilon`` at which the softmax factor is :data:`SOFTMAX_ALPHA_FACTOR`.
+SOFTMAX_PIVOT = 1000.0
 
 #: The exponent ``p`` of the prior's growth with the width (see :data:`PRIOR_NORM`).
 PRIOR_EXPONENT = {"objective": 1.0, "output": 1.0, "gradient": 1.0}
@@ -117,7 +124,7 @@ def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, to
     prior_exponent : float or None, default=None
         None: ``PRIOR_EXPONENT[perturbation]``.
     corrected : bool, default=True
-        Apply :data:`SOFTMAX_ALPHA_FACTOR` to the softmax's minimiser. False
+        Apply :func:`softmax_factor` to the softmax's minimiser. False
         gives the bound's own minimiser (what the class prior's share reads).
 
     Returns
@@ -143,8 +150,24 @@ def auto_alpha(n, d, epsilon, delta=0.0, *, loss, perturbation, n_problems=1, to
 
     alpha = minimise_over_alpha(bound)
     if corrected and loss.n_outputs > 1:
-        alpha = min(alpha * SOFTMAX_ALPHA_FACTOR, ALPHA_RANGE[1])
+        alpha = min(alpha * softmax_factor(n, epsilon), ALPHA_RANGE[1])
     return alpha
+
+
+def softmax_factor(n, epsilon):
+    """The softmax's alpha over its bound's minimiser: ``F (N0 / (n epsilon))^s``.
+
+    ``F =`` :data:`SOFTMAX_ALPHA_FACTOR`, ``N0 =`` :data:`SOFTMAX_PIVOT`, ``s =``
+    :data:`SOFTMAX_ALPHA_SLOPE`; ``n epsilon`` is public (``epsilon`` the model's
+    own, after the class prior's share). The bound's noise term sees only the
+    regulariser's strong convexity; the data's own curvature, which damps the
+    noise as well, counts for more as ``alpha`` falls, i.e. as ``n epsilon``
+    grows, so the bound's minimiser is too large there and too small where ``n
+    epsilon`` is small and the noise, not the bias, decides. Derivation and
+    measurements in ``docs/choosing_alpha.rst``.
+    """
+    n_epsilon = float(n) * float(epsilon)
+    return SOFTMAX_ALPHA_FACTOR * (SOFTMAX_PIVOT / n_epsilon) ** SOFTMAX_ALPHA_SLOPE
 
 
 def minimise_over_alpha(bound):
