@@ -81,6 +81,7 @@ from dpsk.mechanisms._beyond_erm import (
     private_tilted_erm,
 )
 from dpsk.mechanisms._erm import _noise_plan, private_erm
+from dpsk.mechanisms._forest_rule import auto_split_share
 from dpsk.mechanisms._gradient import noisy_gd_schedule
 from dpsk.mechanisms._moments import RESOLUTION, noise_laws
 from dpsk.mechanisms._random import NoiseSource, public_rng
@@ -739,13 +740,19 @@ def _histogram_llr(which):
     return released
 
 
-def _forest_family(name, make, blocks, epsilon, split_share, mutant_factor, n_runs, seeds,
-                   why):
-    """A tree or forest fit on the class-flip pair; ``blocks`` cells of each row's leaves.
+def _forest_family(name, estimator, params, mutant_factor, n_runs, seeds, why):
+    """``estimator(epsilon=1, **params)`` fit on the class-flip pair, row by row.
 
-    ``make(random_state)`` builds the estimator; the law has two unit shifts per block
-    at each call's claimed scale (``laplace_noise`` of ``2 m`` at that call's share).
+    The law has two unit shifts per block of each release at its claimed scale
+    (``laplace_noise`` of ``2 m`` at its share of epsilon): the row adds to one leaf of
+    each of the ``n_estimators`` trees when they share the rows, of one otherwise,
+    and to one cell of the split statistics (d = 1) when ``split_share > 0``.
     """
+    epsilon, split_share = 1.0, params["split_share"]
+    if split_share == "auto":  # the public rule's value for this n, d and K
+        split_share = auto_split_share(FOREST_ROWS, 1, 2, epsilon)
+    shared = params.get("partition", "shared") == "shared"
+    blocks = params.get("n_estimators", 1) if shared else 1
     X = np.full((FOREST_ROWS, 1), 0.5)
     labels = {"D": np.array([0, 1] * (FOREST_ROWS // 2)),
               "D'": np.array([1, 1] + [0, 1] * (FOREST_ROWS // 2 - 1))}
@@ -759,7 +766,9 @@ def _forest_family(name, make, blocks, epsilon, split_share, mutant_factor, n_ru
     def sample(which, n_runs, seed):
         out = np.empty(n_runs)
         for k in range(n_runs):
-            model = make(seed * 10**6 + k)
+            model = estimator(epsilon, max_depth=2, bounds=(0.0, 1.0), classes=[0, 1],
+                              accountant=BudgetAccountant(), random_state=seed * 10**6 + k,
+                              **params)
             ratios = _recording_all(forest_module, "noisy_histogram",
                                     lambda: model.fit(X, labels[which]), _histogram_llr(which))
             assert len(ratios) == (2 if split_share else 1)
@@ -775,22 +784,14 @@ def _forest_family(name, make, blocks, epsilon, split_share, mutant_factor, n_ru
         noise_factor=mutant_factor, n_runs=n_runs, seeds=seeds, why=why)
 
 
-def _tree_options(random_state):
-    return {"bounds": (0.0, 1.0), "classes": [0, 1], "accountant": BudgetAccountant(),
-            "random_state": random_state}
-
-
 def tree():
     # With the split statistics (d = 1: one block) and the leaves (one tree) each at
     # half the budget, four counts move by one at scale 4: the largest ratio needs all
     # four noises on their far side, so noise x 0.8 is caught with only 20-40% power
     # at a few thousand runs (Family.planned); the mutant is noise x 0.6.
     return _forest_family(
-        "DPDecisionTreeClassifier (split stats + leaves)",
-        lambda k: DPDecisionTreeClassifier(1.0, max_depth=2, split_share=0.5,
-                                           **_tree_options(k)),
-        blocks=1, epsilon=1.0, split_share=0.5, mutant_factor=0.6, n_runs=3500,
-        seeds=(151, 152),
+        "DPDecisionTreeClassifier (split stats + leaves)", DPDecisionTreeClassifier,
+        {"split_share": 0.5}, 0.6, 3500, (151, 152),
         why="d=1, n=10, depth 2, split_share=0.5, row 0's class changed: two split counts "
             "and two leaf counts move by one, the whole sensitivity of both releases "
             "(tight); four coordinates dilute the ratio, so the mutant is noise x 0.6.")
@@ -800,11 +801,9 @@ def forest_shared():
     # Two trees sharing the rows (the default partition; split_share="auto" is 0 at
     # n = 10): the row adds to one leaf of each tree, four counts at scale 2 T / epsilon.
     return _forest_family(
-        "DPRandomForestClassifier (T=2, shared rows)",
-        lambda k: DPRandomForestClassifier(1.0, n_estimators=2, max_depth=2,
-                                           partition="shared", **_tree_options(k)),
-        blocks=2, epsilon=1.0, split_share=0.0, mutant_factor=0.6, n_runs=4000,
-        seeds=(161, 162),
+        "DPRandomForestClassifier (T=2, shared rows)", DPRandomForestClassifier,
+        {"n_estimators": 2, "partition": "shared", "split_share": "auto"}, 0.6, 4000,
+        (161, 162),
         why="T=2 trees sharing the rows, depth 2, n=10, row 0's class changed: one leaf of "
             "each tree moves by the whole sensitivity 2 T (tight); noise x 0.6 as for the "
             "tree.")
@@ -815,12 +814,9 @@ def forest_disjoint():
     # composition), so the row moves two counts of the one tree it was dealt to, at
     # scale 2 / epsilon: the pair is as tight as the categorical histogram's.
     return _forest_family(
-        "DPRandomForestClassifier (T=2, disjoint rows)",
-        lambda k: DPRandomForestClassifier(1.0, n_estimators=2, max_depth=2,
-                                           partition="disjoint", split_share=0.0,
-                                           **_tree_options(k)),
-        blocks=1, epsilon=1.0, split_share=0.0, mutant_factor=0.8, n_runs=5000,
-        seeds=(171, 172),
+        "DPRandomForestClassifier (T=2, disjoint rows)", DPRandomForestClassifier,
+        {"n_estimators": 2, "partition": "disjoint", "split_share": 0.0}, 0.8, 5000,
+        (171, 172),
         why="T=2 trees on disjoint rows (each at the whole epsilon), row 0's class "
             "changed: two counts of the tree it was dealt to move by one (tight); a "
             "parallel composition that spent too little would show here.")
