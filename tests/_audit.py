@@ -44,8 +44,8 @@ power, and the mutant: a function that monkeypatches the one calibration point
 the family uses, so that the mutant runs the real code with only the scale
 changed. ``tests/test_empirical_audit.py`` holds the registry ``FAMILIES``.
 
-Adding a family (for instance the tree, forest and PCA estimators being built
-on other branches) is one more entry there:
+Adding a family (the tree, forest and PCA families were added this way) is one
+more entry there:
 
 1. build two neighbouring data sets where the privacy loss is concentrated (one
    row replaced; tiny ``n`` and ``d``);

@@ -47,20 +47,25 @@ from _audit import (
 
 import dpsk.mechanisms._counts as counts_module
 import dpsk.mechanisms._erm as erm_module
+import dpsk.mechanisms._forest as forest_module
 import dpsk.mechanisms._gradient as gradient_module
 import dpsk.mechanisms._moments as moments_module
 import dpsk.mechanisms._prior_check as check_module
+import dpsk.mechanisms._second_moment as second_moment_module
 import dpsk.model_selection._safe as safe_module
 import dpsk.model_selection._search as search_module
 import dpsk.naive_bayes._categorical as categorical_module
 import dpsk.naive_bayes._gaussian as gaussian_module
 import dpsk.prediction._stability as stability_module
 import dpsk.preprocessing._bounds as bounds_module
+import dpsk.preprocessing._pca as pca_module
 from dpsk import (
     BudgetAccountant,
     DPCategoricalNB,
+    DPDecisionTreeClassifier,
     DPGaussianNB,
     DPKernelClassifier,
+    DPRandomForestClassifier,
     DPStabilityPredictor,
 )
 from dpsk._optimize._binary import minimize_regularized_loss
@@ -77,6 +82,7 @@ from dpsk.mechanisms._beyond_erm import (
     private_tilted_erm,
 )
 from dpsk.mechanisms._erm import _noise_plan, private_erm
+from dpsk.mechanisms._forest_rule import auto_split_share
 from dpsk.mechanisms._gradient import noisy_gd_schedule
 from dpsk.mechanisms._moments import RESOLUTION, noise_laws
 from dpsk.mechanisms._prior import prior_budget
@@ -85,6 +91,7 @@ from dpsk.mechanisms._random import NoiseSource, public_rng
 from dpsk.model_selection._safe import select_with_bonus
 from dpsk.model_selection._search import _select_candidate
 from dpsk.prediction._laplace import grid_sensitivity
+from dpsk.preprocessing import DPPCA
 from dpsk.preprocessing._bounds import PrivateBoundsScaler, bounds_grid, quantile_utilities
 
 EXACT_TOL = 1e-13
@@ -593,14 +600,14 @@ def tilted():
 # makes hands the released integers to the auditor (the fit itself is unchanged).
 
 
-def _recording(module, name, fit, released):
-    """Run ``fit()`` with ``module.name`` wrapped; ``released(result)`` maps each release."""
+def _recording_all(module, name, fit, released):
+    """Run ``fit()`` with ``module.name`` wrapped: ``released(args, result)`` of every call."""
     original = getattr(module, name)
     out = []
 
     def recorder(*args, **kwargs):
         result = original(*args, **kwargs)
-        out.append(released(result))
+        out.append(released(args, result))
         return result
 
     setattr(module, name, recorder)
@@ -608,7 +615,12 @@ def _recording(module, name, fit, released):
         fit()
     finally:
         setattr(module, name, original)
-    (value,) = out
+    return out
+
+
+def _recording(module, name, fit, released):
+    """Run ``fit()`` with ``module.name`` wrapped; ``released(result)`` maps its one release."""
+    (value,) = _recording_all(module, name, fit, lambda args, result: released(result))
     return value
 
 
@@ -722,8 +734,254 @@ def prior_check():
             "right one outside it), the whole sensitivity; the statistic is the release.")
 
 
+# Trees and forests: the structure is drawn from public randomness (and, with
+# ``split_share > 0``, from the released split statistics), so a fit releases one
+# or two noisy histograms (``forest_module.noisy_histogram``): the split statistics
+# at ``split_share * epsilon`` and every tree's leaf-by-class counts at the rest.
+# All rows sit at x = 0.5 and D' moves row 0 from class 0 to class 1: in every block
+# of every histogram a count of class 0 loses one and its class-1 neighbour gains
+# one, the whole L1 sensitivity 2 m of each call (m blocks per row: 1 for the split
+# statistics at d = 1 and for disjoint trees, T for trees sharing the rows), so the
+# pair realises the whole claim. A recorder around ``noisy_histogram`` takes each
+# call's cells (a function of the public structure and the rows) and released
+# counts; the auditor rebuilds both neighbours' exact counts on those cells and
+# thresholds the claimed law's log-likelihood ratio of the whole release, whose law
+# is exact (``discrete_laplace_llr_law``): given the released split statistics, the
+# leaves' ratio has the same law whatever structure they produced.
+
+FOREST_ROWS = 10
+
+
+def _histogram_centres(which):
+    """``released(args, result)`` for the recorder: one ``noisy_histogram`` call's
+    noisy counts and both neighbours' exact counts on its cells."""
+    def released(args, result):
+        codes, n_bins = np.asarray(args[0]), args[1]
+        if codes.ndim == 1:
+            codes = codes[:, None]
+        sizes = np.atleast_1d(n_bins)
+        cells = codes + np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        here = np.bincount(cells.ravel(), minlength=int(np.sum(sizes)))
+        # Row 0's cells hold class 0 on D and class 1 on D' (classes are the low digit).
+        step = 1 if which == "D" else -1
+        other = here.copy()
+        np.subtract.at(other, cells[0], 1)
+        np.add.at(other, cells[0] + step, 1)
+        c_d, c_dp = (here, other) if which == "D" else (other, here)
+        return result[0], c_d, c_dp
+    return released
+
+
+def _forest_family(name, estimator, params, mutant_factor, n_runs, seeds, why):
+    """``estimator(epsilon=1, **params)`` fit on the class-flip pair, row by row.
+
+    The law has two unit shifts per block of each release at its claimed scale
+    (``laplace_noise`` of ``2 m`` at its share of epsilon): the row adds to one leaf of
+    each of the ``n_estimators`` trees when they share the rows, of one otherwise,
+    and to one cell of the split statistics (d = 1) when ``split_share > 0``.
+    """
+    epsilon, split_share = 1.0, params["split_share"]
+    if split_share == "auto":  # the public rule's value for this n, d and K
+        split_share = auto_split_share(FOREST_ROWS, 1, 2, epsilon)
+    shared = params.get("partition", "shared") == "shared"
+    blocks = params.get("n_estimators", 1) if shared else 1
+    X = np.full((FOREST_ROWS, 1), 0.5)
+    labels = {"D": np.array([0, 1] * (FOREST_ROWS // 2)),
+              "D'": np.array([1, 1] + [0, 1] * (FOREST_ROWS // 2 - 1))}
+    # The claimed scales, one per release in the order of the fit (split statistics
+    # first): the statistic is the claimed law's ratio, also when a mutant runs.
+    scales = [float(counts_module.laplace_noise(2 * blocks, (1 - split_share) * epsilon)
+                    .parameter)]
+    if split_share:
+        scales.insert(0, float(counts_module.laplace_noise(2, split_share * epsilon)
+                               .parameter))
+    coordinates = [(1, scales[-1])] * (2 * blocks) + [(1, scales[0])] * (2 if split_share
+                                                                         else 0)
+
+    def sample(which, n_runs, seed):
+        out = np.empty(n_runs)
+        for k in range(n_runs):
+            model = estimator(epsilon, max_depth=2, bounds=(0.0, 1.0), classes=[0, 1],
+                              accountant=BudgetAccountant(), random_state=seed * 10**6 + k,
+                              **params)
+            releases = _recording_all(forest_module, "noisy_histogram",
+                                      lambda: model.fit(X, labels[which]),
+                                      _histogram_centres(which))
+            assert len(releases) == len(scales)
+            out[k] = sum(discrete_laplace_llr(*release, scale)
+                         for release, scale in zip(releases, scales))
+        return out
+
+    return Family(
+        name=name, claim=(epsilon, 0.0), sample=sample,
+        law=discrete_laplace_llr_law(coordinates),
+        thresholds=np.linspace(0.0, epsilon, 201)[:-1],
+        mutate=_scale_count_noise_of(counts_module, mutant_factor),
+        mutant=f"noise x {mutant_factor:g} (epsilon / {mutant_factor:g})",
+        noise_factor=mutant_factor, n_runs=n_runs, seeds=seeds, why=why)
+
+
+def tree():
+    # With the split statistics (d = 1: one block) and the leaves (one tree) each at
+    # half the budget, four counts move by one at scale 4: the largest ratio needs all
+    # four noises on their far side, so noise x 0.8 is caught with only 20-40% power
+    # at a few thousand runs (Family.planned). Noise x 0.6 needs 3500 runs, over a
+    # minute of CPU here (the exact sampler draws 24 cells a fit); 3000 runs catch
+    # noise x 0.55.
+    return _forest_family(
+        "DPDecisionTreeClassifier (split stats + leaves)", DPDecisionTreeClassifier,
+        {"split_share": 0.5}, 0.55, 3000, (151, 152),
+        why="d=1, n=10, depth 2, split_share=0.5, row 0's class changed: two split counts "
+            "and two leaf counts move by one, the whole sensitivity of both releases "
+            "(tight); four coordinates dilute the ratio, so the mutant is noise x 0.55.")
+
+
+def forest_shared():
+    # Two trees sharing the rows (the default partition; split_share="auto" is 0 at
+    # n = 10): the row adds to one leaf of each tree, four counts at scale 2 T / epsilon.
+    return _forest_family(
+        "DPRandomForestClassifier (T=2, shared rows)", DPRandomForestClassifier,
+        {"n_estimators": 2, "partition": "shared", "split_share": "auto"}, 0.6, 4000,
+        (161, 162),
+        why="T=2 trees sharing the rows, depth 2, n=10, row 0's class changed: one leaf of "
+            "each tree moves by the whole sensitivity 2 T (tight); noise x 0.6 as for the "
+            "tree.")
+
+
+def forest_disjoint():
+    # Disjoint rows: each tree counts its own rows at the whole epsilon (parallel
+    # composition), so the row moves two counts of the one tree it was dealt to, at
+    # scale 2 / epsilon: the pair is as tight as the categorical histogram's.
+    return _forest_family(
+        "DPRandomForestClassifier (T=2, disjoint rows)", DPRandomForestClassifier,
+        {"n_estimators": 2, "partition": "disjoint", "split_share": 0.0}, 0.8, 5000,
+        (171, 172),
+        why="T=2 trees on disjoint rows (each at the whole epsilon), row 0's class "
+            "changed: two counts of the tree it was dealt to move by one (tight); a "
+            "parallel composition that spent too little would show here.")
+
+
+# DPPCA releases the upper triangle of the integer matrix sum m m^T with exact
+# discrete noise; the components are its eigenvectors (post-processing), so the
+# auditor records the noisy matrix (``pca_module.noisy_second_moment``) and recovers
+# its integers (A n G^2 / R^2, exact). d = 2, n = 4, R = 1, the other rows 0: D has
+# row 0 = (1, 0), D' has (0, 1), so both diagonal entries move by G^2 and the
+# off-diagonal entry not.
+# * Gaussian: the L2 shift sqrt(2) G^2 is the whole L2 sensitivity (tight); the
+#   statistic is the projection (M11 - M22) / sqrt(2), whose noise is the sum of two
+#   discrete Gaussians of sigma about 3e7 grid steps: its law is the continuous
+#   Gaussian's far below the audit's resolution, and it only chooses the threshold
+#   and the power (the counts are the real releases'). The claim goes through the
+#   zCDP conversion, whose (epsilon, delta) is loose for one Gaussian: sigma x 0.7 is
+#   barely caught, so the mutant is sigma x 0.6.
+# * Pure: the L1 shift 2 G^2 is 2/3 of the bound (d + 1) G^2 (the diagonal cannot
+#   move both ways at once: for d = 2 no pair exceeds sqrt(5) G^2, 75%). The statistic
+#   is the claimed log-likelihood ratio; the shifts are 2^24 grid steps, so its law is
+#   computed only at the top (both noises on D's side of their centres: ratio 2 G^2 /
+#   scale exactly), whose probabilities are geometric tails. The pair realises 2/3 of
+#   the claim, so the mutant is noise x 0.5.
+
+PCA_ROWS, PCA_NORM = 4, 1.0
+
+
+def _pca_pair():
+    X = np.zeros((PCA_ROWS, 2))
+    X_prime = X.copy()
+    X[0, 0] = X_prime[0, 1] = PCA_NORM
+    return {"D": X, "D'": X_prime}
+
+
+def _pca_integers(which, epsilon, delta, n_runs, seed):
+    """The released upper triangle (integers) of ``n_runs`` DPPCA fits on one neighbour."""
+    G = second_moment_module.RESOLUTION
+    scale = PCA_NORM**2 / (G * G * PCA_ROWS)
+    out = np.empty((n_runs, 3))
+    for k in range(n_runs):
+        model = DPPCA(n_components=1, epsilon=epsilon, delta=delta, data_norm=PCA_NORM,
+                      accountant=BudgetAccountant(), random_state=seed * 10**6 + k)
+        A = _recording(pca_module, "noisy_second_moment", lambda: model.fit(_pca_pair()[which]),
+                       lambda result: result[0])
+        out[k] = np.rint(A[np.triu_indices(2)] / scale)
+    return out
+
+
+def _scale_gaussian_noise_of(module, factor):
+    """``mutate`` that calls ``module.gaussian_noise_for_rho`` at ``rho / factor^2``."""
+    def mutate(monkeypatch):
+        original = module.gaussian_noise_for_rho
+
+        def smaller(l2_sensitivity_squared, rho):
+            return original(l2_sensitivity_squared, rho / factor**2)
+
+        monkeypatch.setattr(module, "gaussian_noise_for_rho", smaller)
+    return mutate
+
+
+def pca_gaussian():
+    epsilon, delta = 1.0, 0.1
+    G2 = second_moment_module.RESOLUTION ** 2
+    sigma = math.sqrt(float(second_moment_module.second_moment_noise(2, epsilon, delta)
+                            .parameter))
+    centre = G2 / math.sqrt(2.0)  # D: M11 = G^2, M22 = 0; D' mirrored
+
+    def sample(which, n_runs, seed):
+        M = _pca_integers(which, epsilon, delta, n_runs, seed)
+        return (M[:, 0] - M[:, 2]) / math.sqrt(2.0)
+
+    return Family(
+        name="DPPCA (Gaussian, delta > 0)", claim=(epsilon, delta), sample=sample,
+        law=gaussian_law(centre, -centre, sigma), thresholds=_thresholds(centre, -centre, sigma),
+        mutate=_scale_gaussian_noise_of(second_moment_module, 0.6),
+        mutant="noise x 0.6 (rho / 0.36)", noise_factor=0.6, n_runs=3000, seeds=(181, 182),
+        why="d=2, n=4, row 0 = e1 vs e2: the two diagonal entries move by G^2, the whole L2 "
+            "sensitivity sqrt(2) G^2 (tight); the zCDP conversion's slack leaves sigma x 0.7 "
+            "barely caught, so the mutant is sigma x 0.6.")
+
+
+def _top_llr_law(shifts, scale):
+    """``law(t, factor)`` of the claimed discrete Laplace ratio at its top value only.
+
+    The ratio reaches ``sum shifts / scale`` exactly when every coordinate's noise
+    lies on D's side of D's centre: probability ``prod 1 / (1 + a)`` on D and
+    ``prod a^j / (1 + a)`` on D', ``a = exp(-1 / (scale factor))``; the next value
+    lies ``2 / scale`` lower, so any threshold within ``1 / scale`` below the top
+    selects exactly this event.
+    """
+    top = sum(shifts) / scale
+
+    def law(t, factor=1.0):
+        assert top - 1.0 / scale <= t < top
+        b = scale * factor
+        a = math.exp(-1.0 / b)
+        p = q = 1.0
+        for j in shifts:
+            p *= 1.0 / (1.0 + a)
+            q *= math.exp(-j / b) / (1.0 + a)
+        return p, q
+    return law, top
+
+
+def pca_pure():
+    epsilon = 2.0
+    G2 = second_moment_module.RESOLUTION ** 2
+    scale = float(second_moment_module.second_moment_noise(2, epsilon).parameter)
+    centres = {"D": [G2, 0, 0], "D'": [0, 0, G2]}
+    law, top = _top_llr_law([G2, G2], scale)
+
+    def sample(which, n_runs, seed):
+        M = _pca_integers(which, epsilon, 0.0, n_runs, seed)
+        return [discrete_laplace_llr(m, centres["D"], centres["D'"], scale) for m in M]
+
+    return Family(
+        name="DPPCA (pure, delta = 0)", claim=(epsilon, 0.0), sample=sample, law=law,
+        thresholds=[top - 0.5 / scale], mutate=_scale_count_noise_of(second_moment_module, 0.5),
+        mutant="noise x 0.5 (epsilon / 0.5)", noise_factor=0.5, n_runs=4000, seeds=(191, 192),
+        why="d=2, n=4, row 0 = e1 vs e2: the diagonal moves by 2 G^2, 2/3 of the L1 bound "
+            "3 G^2 (no pair exceeds 75% at d=2); the statistic is the claimed ratio at its "
+            "top value, so the mutant is noise x 0.5.")
+
+
 FAMILY_BUILDERS = {
-    "prior-check": prior_check,
     "output-pure": output_pure,
     "output-gaussian": output_gaussian,
     "objective-pure": objective_pure,
@@ -739,6 +997,12 @@ FAMILY_BUILDERS = {
     "tilted": tilted,
     "categorical-nb": categorical_nb,
     "gaussian-nb": gaussian_nb,
+    "tree": tree,
+    "forest-shared": forest_shared,
+    "forest-disjoint": forest_disjoint,
+    "pca-pure": pca_pure,
+    "pca-gaussian": pca_gaussian,
+    "prior-check": prior_check,
 }
 
 
