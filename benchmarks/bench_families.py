@@ -35,7 +35,12 @@ folds (:func:`benchmarks.bench_naive_bayes.summarize`) and counts, per
 family, the cells where dpsk is within 0.005 of diffprivlib or better, and
 those where it is worse than the majority class beyond ``max(0.005, 2 SE)``
 (diffprivlib's own count beside it). ``--from-csv`` reprints the tables from
-``benchmarks/results/families.csv``.
+``benchmarks/results/families.csv``; ``--refit forest tree`` fits dpsk's models
+of those families anew on the stored run's tables, folds, epsilons and seeds and
+takes every other record from ``benchmarks/results/families_records.csv`` (for a
+change to those models alone). ``--generated`` instead checks the forest and the
+tree against the majority-class floor on generated families
+(:func:`generated_tables`; ``benchmarks/results/families_generated.csv``).
 """
 
 import math
@@ -146,6 +151,105 @@ def run_table(name, n_folds, epsilons, seed, diffprivlib=True):
     return records
 
 
+def generated_tables():
+    """``(name, X, y)`` of 60 generated families in ``[0, 1]`` (fixed seeds).
+
+    48 from ``make_classification`` (``n`` 300 / 2,000 / 10,000, ``d`` 4 or 20
+    with at most 4 informative features, 2 or 3 classes, separation 0.3 or 1.5,
+    balanced or 80% in the first class; features ``(x + 6) / 12`` clipped, so
+    the declared ``[0, 1]`` is loose), and 12 whose labels are drawn
+    independently of uniform rows (60% or 75% in one class, ``d`` 5 or 30):
+    there only the majority class can be learned.
+    """
+    import itertools
+
+    from sklearn.datasets import make_classification
+
+    grid = itertools.product((300, 2000, 10000), (4, 20), (2, 3), (0.3, 1.5), (None, 0.8))
+    for i, (n, d, k, sep, top) in enumerate(grid):
+        weights = None if top is None else [top] + [(1 - top) / (k - 1)] * (k - 1)
+        X, y = make_classification(n, d, n_informative=min(d, 4), n_redundant=0, n_classes=k,
+                                   weights=weights, class_sep=sep, n_clusters_per_class=1,
+                                   random_state=i)
+        yield f"n{n}_d{d}_K{k}_sep{sep}_top{top}", np.clip((X + 6) / 12, 0, 1), y
+    for i, (n, d, top) in enumerate(itertools.product((300, 2000, 10000), (5, 30), (0.6, 0.75))):
+        rng = np.random.default_rng(100 + i)
+        yield f"noise_n{n}_d{d}_top{top}", rng.random((n, d)), (rng.random(n) > top).astype(int)
+
+
+def run_generated(n_folds, epsilons, seed):
+    """Records of the majority class, the forest and the tree on :func:`generated_tables`."""
+    from dpsk import BudgetAccountant, DPDecisionTreeClassifier, DPRandomForestClassifier
+
+    records = []
+    for table_id, (name, X, y) in enumerate(generated_tables()):
+        classes = np.unique(y)
+        for k, (train, test) in enumerate(C.cv_folds(y, n_folds, seed)):
+            majority = classes[np.argmax([np.sum(y[train] == c) for c in classes])]
+            for eps in epsilons:
+                base = dict(table=name, fold=k, run=0, epsilon=eps)
+                cell_seed = C.seed_for(seed, 77, table_id, k, eps * 1e4)
+                for family, cls in ((FOREST, DPRandomForestClassifier),
+                                    (TREE, DPDecisionTreeClassifier)):
+                    records.append(dict(base, family=family, method=MAJORITY,
+                                        error=float(np.mean(y[test] != majority))))
+                    model = cls(eps, bounds=(0, 1), classes=classes, random_state=cell_seed,
+                                accountant=BudgetAccountant())
+                    error, fit_time, status = C.fit_and_score(model, X[train], y[train],
+                                                              X[test], y[test])
+                    records.append(dict(base, family=family, method=DPSK, error=error,
+                                        fit_time=fit_time, status=status))
+    return records
+
+
+def generated_report(rows):
+    """Per family: cells below the majority floor, and the mean error of dpsk."""
+    lines = []
+    for family in (FOREST, TREE):
+        these = [r for r in rows if r["family"] == family]
+        floor = NB.verdicts(these)[0]
+        lines.append(f"  {family:7s} below the floor {len(floor)}/{len(these)}; mean error "
+                     f"{np.mean([r[DPSK] for r in these]):.4f} (majority "
+                     f"{np.mean([r[MAJORITY] for r in these]):.4f})")
+        lines += [f"    {r['table']} at {r['epsilon']:g}: {r['excess']:+.3f} "
+                  f"(SE {r['excess_se']:.3f})" for r in floor]
+    return "\n".join(lines)
+
+
+#: Families whose dpsk model ``--refit`` can fit anew (the runner's label of each).
+REFIT = {FOREST: TREES.DPSK, TREE: TREES.DPSK_TREE}
+
+
+def _stored_record(raw):
+    """One row of ``families_records.csv`` with its numbers typed as a fresh run's."""
+    rec = dict(raw, epsilon=float(raw["epsilon"]), fold=int(raw["fold"]), run=int(raw["run"]),
+               error=float(raw["error"]))
+    return {k: v for k, v in rec.items() if v not in ("", None)}
+
+
+def refit(families, seed):
+    """The stored records, with dpsk's model of each of ``families`` fitted anew.
+
+    The tables, folds (``n_folds`` from the stored run), epsilons and seeds are
+    those of the stored run, so every other method's records stay paired.
+    """
+    stored = [_stored_record(raw) for raw in C.read_csv(f"{NAME}_records")]
+    kept = [r for r in stored if not (r["method"] == DPSK and r["family"] in families)]
+    tables = list(dict.fromkeys(r["table"] for r in stored))
+    epsilons = sorted({r["epsilon"] for r in stored})
+    n_folds = 1 + max(r["fold"] for r in stored)
+    fresh = []
+    for table in tables:
+        X, y = load_unit_table(table)
+        folds = C.cv_folds(y, n_folds, seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fresh += _relabel(TREES.dpsk_records(table, X, y, folds, epsilons, seed,
+                                                 methods=[REFIT[f] for f in families]),
+                              TREE_LABELS)
+    return kept + fresh, tables, n_folds
+
+
 def summarize(records):
     """Rows per (family, table, epsilon): mean errors, dpsk's and diffprivlib's paired gaps.
 
@@ -242,11 +346,19 @@ def main(argv=None):
     parser = TREES.table_parser(NAME, __doc__, "2 folds; wine and biopsy only (a smoke run)")
     parser.add_argument("--from-csv", action="store_true",
                         help=f"print the tables from results/{NAME}.csv, run nothing")
+    parser.add_argument("--generated", action="store_true",
+                        help="the forest and the tree against the majority class on 60 "
+                             "generated families (3 folds unless --folds)")
+    parser.add_argument("--refit", nargs="+", choices=tuple(REFIT), default=None,
+                        help=f"fit only dpsk's model of these families anew; every other "
+                             f"record from results/{NAME}_records.csv (same folds and seeds)")
     args = parser.parse_args(argv)
     C.set_quick(args.quick)
     C.limit_blas_threads()
     if args.from_csv:
         return _from_csv()
+    if args.generated:
+        return _generated_main(args, argv)
     tables = args.tables or list(QUICK_TABLES if args.quick else TABLES)
     n_folds = args.folds or (2 if args.quick else 5)
     info = C.machine_info()
@@ -259,7 +371,11 @@ def main(argv=None):
     if not args.no_diffprivlib:
         comments.append("diffprivlib %s on scikit-learn %s" % DPL.versions())
     records, t0 = [], time.time()
-    for table in tables:
+    if args.refit:
+        records, tables, n_folds = refit(args.refit, args.seed)
+        comments.append(f"refit: dpsk's {' and '.join(args.refit)} fitted anew; every other "
+                        f"record from the stored {NAME}_records.csv")
+    for table in [] if args.refit else tables:
         t = time.time()
         records += run_table(table, n_folds, args.epsilons, args.seed,
                              diffprivlib=not args.no_diffprivlib)
@@ -277,4 +393,24 @@ def main(argv=None):
     C.write_csv(f"{NAME}_records", records,
                 ["family", "table", "method", "epsilon", "fold", "run", "error", "fit_time",
                  "status", "n_components"], comments)
+    return 0
+
+
+def _generated_main(args, argv):
+    n_folds = args.folds or 3
+    info = C.machine_info()
+    C.header(f"families --generated: 60 generated families, stratified {n_folds}-fold CV", info)
+    t0 = time.time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        records = run_generated(n_folds, args.epsilons, args.seed)
+    rows = NB.summarize(records, ("family", "table"), (MAJORITY, DPSK))
+    print(generated_report(rows))
+    print(f"\nWall time {time.time() - t0:.0f}s.")
+    comments = [f"command: python -m benchmarks {NAME} {' '.join(argv)}".rstrip(),
+                f"machine: {C.machine_line(info)}",
+                f"protocol: generated families, bounds (0, 1), stratified {n_folds}-fold CV seed "
+                f"{args.seed}; excess = dpsk - majority, paired over the folds"]
+    columns = ["family", "table", "epsilon", MAJORITY, DPSK, "excess", "excess_se"]
+    print(f"wrote {C.write_csv(NAME + '_generated', rows, columns, comments)}")
     return 0

@@ -73,6 +73,23 @@ def _dpsk_models(epsilon, classes, d, seed):
     }
 
 
+def dpsk_records(name, X, y, folds, epsilons, seed, methods=(DPSK, DPSK_TREE, LOGREG)):
+    """Records of dpsk's ``methods`` on every fold and epsilon of one table (seeded per cell)."""
+    classes = np.unique(y)
+    table_id = UNIT_TABLES.index(name)
+    records = []
+    for k, (train, test) in enumerate(folds):
+        data = X[train], y[train], X[test], y[test]
+        for eps in epsilons:
+            cell_seed = C.seed_for(seed, 38, table_id, k, eps * 1e4)
+            for label, model in _dpsk_models(eps, classes, X.shape[1], cell_seed).items():
+                if label in methods:
+                    error, fit_time, status = C.fit_and_score(model, *data)
+                    records.append(dict(table=name, fold=k, run=0, epsilon=eps, method=label,
+                                        error=error, fit_time=fit_time, status=status))
+    return records
+
+
 def run_table(name, n_folds, epsilons, seed, diffprivlib=True):
     """Records of every method on every fold of one table (diffprivlib in its venv)."""
     from sklearn.ensemble import RandomForestClassifier
@@ -80,7 +97,6 @@ def run_table(name, n_folds, epsilons, seed, diffprivlib=True):
     X, y = load_unit_table(name)
     classes = np.unique(y)
     folds = C.cv_folds(y, n_folds, seed)
-    table_id = UNIT_TABLES.index(name)
     records = []
     for k, (train, test) in enumerate(folds):
         Xtr, ytr, Xte, yte = X[train], y[train], X[test], y[test]
@@ -91,11 +107,7 @@ def run_table(name, n_folds, epsilons, seed, diffprivlib=True):
             base = dict(table=name, fold=k, run=0, epsilon=eps)
             records.append(dict(base, method=MAJORITY, error=float(np.mean(yte != majority))))
             records.append(dict(base, method=NONPRIVATE, error=error_np))
-            cell_seed = C.seed_for(seed, 38, table_id, k, eps * 1e4)
-            for label, model in _dpsk_models(eps, classes, X.shape[1], cell_seed).items():
-                error, fit_time, status = C.fit_and_score(model, Xtr, ytr, Xte, yte)
-                records.append(dict(base, method=label, error=error, fit_time=fit_time,
-                                    status=status))
+    records += dpsk_records(name, X, y, folds, epsilons, seed)
     if diffprivlib:
         fold_ids = C.fold_ids(folds, len(y))
         params = {"bounds": [0.0, 1.0], "classes": classes.tolist()}

@@ -43,11 +43,13 @@ from dpsk.mechanisms._discrete import (
     discrete_laplace_vector,
 )
 from dpsk.mechanisms._forest import (
-    PRIOR_ROWS,
+    PAIR_SIGNAL,
+    PRIOR_DISPERSION,
     SPLIT_BINS,
     apply_trees,
     forest_proba,
     forest_release,
+    level_dispersion,
     random_structure,
     split_maps,
 )
@@ -258,21 +260,77 @@ def test_forest_proba_shrinks_to_the_root_under_noise():
     assert np.allclose(clean.sum(axis=1), 1.0)
 
 
-def test_forest_proba_few_rows_defer_to_the_parent():
-    # No privacy noise: a leaf's frequencies count for half when it holds
-    # PRIOR_ROWS rows per tree, so a handful of rows cannot overturn the parent,
-    # while many rows do.
-    feature = np.zeros((1, 1), dtype=np.int64)
-    threshold = np.array([[0.5]])
-    X = np.array([[0.25], [0.75]])
-    counts = np.array([[[400.0, 0.0], [0.0, 3.0]]])
-    proba = forest_proba(X, feature, threshold, counts, leaf_variance=0.0)
-    assert proba.argmax(axis=1).tolist() == [0, 0]
-    weight = 9.0 / (9.0 + PRIOR_ROWS * 3.0)
-    assert np.isclose(proba[1, 1], weight + (1 - weight) * 3.0 / 403.0)
-    counts[0, 1, 1] = 300.0
-    proba = forest_proba(X, feature, threshold, counts, leaf_variance=0.0)
-    assert proba.argmax(axis=1).tolist() == [0, 1]
+def _levels(leaf_counts):
+    n_trees, n_leaves, k = leaf_counts.shape
+    depth = n_leaves.bit_length() - 1
+    return [leaf_counts.reshape(n_trees, 2**j, 2 ** (depth - j), k).sum(axis=2)
+            for j in range(depth + 1)]
+
+
+def test_level_dispersion_reads_how_far_siblings_stray():
+    # Children that mirror their parent's frequencies (up to the sampling noise the
+    # estimate expects) give no dispersion; children that split the classes give
+    # about (distance / 2)^2; a level with no pair above its noise takes the
+    # level above's.
+    rng = np.random.default_rng(3)
+    same = rng.multinomial(200, [0.7, 0.3], size=(1, 64)).astype(float)
+    tau2 = level_dispersion(_levels(same), leaf_variance=0.0)
+    assert tau2[0] == 0.0 and max(tau2[1:]) < 0.002
+    apart = np.zeros((1, 4, 2))
+    apart[0, 0::2] = [180.0, 20.0]  # frequencies 0.9 / 0.1
+    apart[0, 1::2] = [20.0, 180.0]  # and 0.1 / 0.9: squared distance 1.28
+    tau2 = level_dispersion(_levels(apart), leaf_variance=0.0)
+    assert tau2[1] == 0.0  # the two halves are alike
+    assert 0.3 < tau2[2] < 0.32  # 1.28 / 4, less the expected sampling noise
+    # A noise variance that buries every total: no pair enters at any level, and
+    # every level takes the prior.
+    buried = level_dispersion(_levels(apart), leaf_variance=(400.0 / PAIR_SIGNAL) ** 2)
+    assert buried[1:] == [PRIOR_DISPERSION] * 2
+    # One that buries the leaves' totals only: the leaves take the level above's.
+    apart[0, 0::2], apart[0, 1::2] = [800.0, 200.0], [200.0, 800.0]
+    tau2 = level_dispersion(_levels(apart), leaf_variance=400.0**2)
+    assert tau2[1] == tau2[2] == 0.0
+
+
+def test_forest_proba_defers_to_the_parent_where_siblings_agree():
+    # No privacy noise. Every pair of siblings but one holds the root's
+    # frequencies, so the level's dispersion is small and one leaf of a few rows
+    # that favour class 1 cannot overturn the parent; where the leaves differ
+    # throughout, their frequencies speak for themselves.
+    rng = np.random.default_rng(0)
+    feature, position = random_structure(1, 5, np.full(2, 0.5), rng)
+    X = rng.random((400, 2))
+    counts = np.zeros((1, 32, 2))
+    counts[0, :, 0], counts[0, :, 1] = 80.0, 20.0
+    counts[0, 7] = [1.0, 4.0]
+    leaves = apply_trees(X, feature, position, 5)[0]
+    proba = forest_proba(X, feature, position, counts, leaf_variance=0.0)
+    assert np.allclose(proba.sum(axis=1), 1.0)
+    assert np.all(proba.argmax(axis=1) == 0) and np.any(leaves == 7)
+    counts[0, 0::2] = [10.0, 90.0]  # every left leaf now favours class 1
+    proba = forest_proba(X, feature, position, counts, leaf_variance=0.0)
+    assert np.all(proba.argmax(axis=1)[leaves % 2 == 0] == 1)
+    assert np.all(proba.argmax(axis=1)[(leaves % 2 == 1) & (leaves != 7)] == 0)
+
+
+@pytest.mark.parametrize("cls, share", [(DPDecisionTreeClassifier, 0.99),
+                                        (DPRandomForestClassifier, 0.95)])
+def test_labels_without_signal_give_the_majority_class(cls, share):
+    # Labels drawn independently of the rows (two thirds class 1): the deep
+    # leaves hold sampling and privacy noise only, and (nearly) every row gets
+    # the majority class at every epsilon of the benchmark (the floor of issue
+    # 38). The fixed shrinkage before gave 8 to 14% of minority predictions here
+    # for the tree, 4 to 16% for the forest; the forest's deepest level can still
+    # read a little spread from the few leaf pairs whose noise was large
+    # (docs/trees.rst, "From counts to probabilities").
+    rng = np.random.default_rng(5)
+    X = rng.random((4000, 10))
+    y = (rng.random(4000) < 2 / 3).astype(int)
+    for eps in (0.1, 1.0, 2.0):
+        model = cls(epsilon=eps, bounds=(0, 1), classes=[0, 1], random_state=1,
+                    accountant=BudgetAccountant()).fit(X, y)
+        assert model.max_depth_ >= 5
+        assert np.mean(model.predict(X) == 1) > share
 
 
 # -- the public rule ------------------------------------------------------------------------

@@ -25,6 +25,8 @@ class probabilities (:func:`forest_proba`) are post-processing of the noisy
 counts.
 """
 
+import math
+
 import numpy as np
 
 from ..accounting._events import PureDPEvent
@@ -32,7 +34,7 @@ from ._counts import count_variance, noisy_histogram
 
 __all__ = ["SPLIT_BINS", "split_statistics", "random_structure", "node_thresholds",
            "apply_trees", "forest_release", "forest_proba", "UNIFORM_SHARE",
-           "FEATURE_SHARE", "PRIOR_ROWS"]
+           "FEATURE_SHARE", "PAIR_SIGNAL", "PRIOR_DISPERSION", "level_dispersion"]
 
 #: Bins of the declared range in the split statistics.
 SPLIT_BINS = 8
@@ -49,11 +51,16 @@ FEATURE_SHARE = 0.5
 #: The weight of a feature grows as its separation to this power.
 RELEVANCE_POWER = 2.0
 
-#: Pseudo-rows of the shrinkage (:func:`forest_proba`): a node whose pooled
-#: counts stand for this many rows per tree counts for half against its parent
-#: (privacy noise aside), so that the frequencies of a handful of rows, sampling
-#: noise, do not overturn their parent's.
-PRIOR_ROWS = 8.0
+#: A pair of sibling nodes enters the estimate of its level's dispersion
+#: (:func:`level_dispersion`) when both noisy totals stand this many standard
+#: deviations above their noise.
+PAIR_SIGNAL = 2.0
+
+#: The dispersion of a level without a pair of siblings above their noise when
+#: no level above has one either: 1/16, with which a node of a balanced
+#: two-class problem weighs its frequencies like an m-estimate with 8
+#: pseudo-rows of its parent's (:func:`level_dispersion`).
+PRIOR_DISPERSION = 1.0 / 16.0
 
 # Rows routed at a time in prediction (bounds the (n_trees, rows) index arrays).
 _CHUNK = 8192
@@ -303,6 +310,77 @@ def forest_release(X, codes, n_classes, low, high, epsilon, *, n_trees, depth, p
     return release, PureDPEvent(float(epsilon))
 
 
+def level_dispersion(levels, leaf_variance):
+    """How far a node's class frequencies stray from its parent's, level by level (free).
+
+    Post-processing of the release: an empirical-Bayes estimate of ``tau_j^2``,
+    the expected squared distance between the class frequencies of a depth-``j``
+    node and of its parent, from the pairs of siblings of every tree. For
+    siblings ``a`` and ``b`` with noisy counts ``c_a, c_b`` and totals ``n_a,
+    n_b``, the frequencies ``f = c / n`` differ by ``G = ||f_a - f_b||^2``,
+    whose expectation is ``4 tau_j^2`` (two children of a balanced split stray
+    from their parent by opposite amounts) plus the noise
+
+    ``s = g (1 / n_a + 1 / n_b) + v_j (K - 2 + K sum p^2) (1 / n_a^2 + 1 / n_b^2)``,
+
+    sampling (``g = 1 - sum p^2``, ``p`` the parent's frequencies) and privacy
+    (``v_j = 2^(D - j) v`` the variance of one class count of a depth-``j``
+    node; the second factor is the delta method's for normalised counts).
+    Over the pairs whose totals both stand :data:`PAIR_SIGNAL` standard
+    deviations ``sqrt(K v_j)`` above 0 (below that, clipping and the noisy
+    denominators bias ``G``), with weights ``w = 1 / s``,
+
+    ``tau_j^2 = max(0, mean_w(G - s)) / 4``;
+
+    a level without such a pair takes the value of the nearest level above that
+    has one (:data:`PRIOR_DISPERSION` if none does). Where the labels carry no
+    signal, ``G`` is noise and the ``tau_j^2`` are about 0, so every node
+    defers to the root (``docs/trees.rst``, "From counts to probabilities").
+
+    Parameters
+    ----------
+    levels : list of ndarray
+        ``levels[j]`` of shape (n_trees, 2**j, K): every node's noisy counts.
+    leaf_variance : float
+        The noise variance of one leaf count.
+
+    Returns
+    -------
+    tau2 : list of float
+        ``tau2[j]`` for ``j = 0..depth`` (``tau2[0] = 0``: the root has no parent).
+    """
+    depth = len(levels) - 1
+    tau2, above = [0.0], PRIOR_DISPERSION
+    for j in range(1, depth + 1):
+        weight, excess = _sibling_evidence(levels[j], 2 ** (depth - j) * leaf_variance)
+        if weight.size:
+            above = max(0.0, float(np.sum(weight * excess) / np.sum(weight))) / 4.0
+        tau2.append(above)
+    return tau2
+
+
+def _sibling_evidence(counts, variance):
+    """Weights ``1 / s`` and excesses ``G - s`` of the sibling pairs of one level.
+
+    ``counts`` of shape (n_trees, 2**j, K), ``variance`` the noise variance of
+    one of its counts; only pairs whose totals both stand :data:`PAIR_SIGNAL`
+    standard deviations above 0 (see :func:`level_dispersion`).
+    """
+    n_classes = counts.shape[-1]
+    left = counts[:, 0::2].reshape(-1, n_classes)
+    right = counts[:, 1::2].reshape(-1, n_classes)
+    n_left, n_right = left.sum(axis=1), right.sum(axis=1)
+    floor = max(PAIR_SIGNAL * math.sqrt(n_classes * variance), 1.0)
+    kept = (n_left > floor) & (n_right > floor)
+    left, right, n_left, n_right = left[kept], right[kept], n_left[kept], n_right[kept]
+    purity = (_normalised(np.maximum(left + right, 0.0)) ** 2).sum(axis=1)
+    noise = ((1.0 - purity) * (1.0 / n_left + 1.0 / n_right)
+             + variance * (n_classes - 2 + n_classes * purity)
+             * (1.0 / n_left**2 + 1.0 / n_right**2))
+    gap = ((left / n_left[:, None] - right / n_right[:, None]) ** 2).sum(axis=1)
+    return 1.0 / np.maximum(noise, 1e-12), gap - noise
+
+
 def forest_proba(X, feature, threshold, leaf_counts, leaf_variance):
     """Class probabilities from the noisy counts: pooled over trees, shrunk up the tree.
 
@@ -314,13 +392,16 @@ def forest_proba(X, feature, threshold, leaf_counts, leaf_variance):
     down, ``p_0`` is ``A_0`` clipped at 0 and normalised, and
 
     ``p_j = lambda_j q_j + (1 - lambda_j) p_(j-1)``,
-    ``lambda_j = N_j^2 / (N_j^2 + K W_j + m T N_j)``,
+    ``lambda_j = tau_j^2 N_j^2 / (tau_j^2 N_j^2 + K W_j + g_j T N_j)``,
 
-    with ``q_j`` the clipped, normalised ``A_j`` and ``N_j = max(sum A_j, 0)``
-    its noisy total, ``T`` the number of trees and ``m =``
-    :data:`PRIOR_ROWS`: a node whose counts stand well above their noise
-    (``N_j >> sqrt(K W_j)``) and hold many rows (``N_j / T >> m``) speaks for
-    itself, a node lost in noise or holding a few rows defers to its parent,
+    with ``q_j`` the clipped, normalised ``A_j``, ``N_j = max(sum A_j, 0)``
+    its noisy total, ``T`` the number of trees, ``g_j = 1 - sum p_(j-1)^2``
+    and ``tau_j^2`` the level's dispersion estimated from the release
+    (:func:`level_dispersion`): the Bayes weight of a node's frequencies, which
+    stray from the parent's by about ``tau_j^2``, against their privacy noise
+    (``K W_j / N_j^2``) and their sampling noise (``g_j`` over the ``N_j / T``
+    rows they stand for). A node lost in noise or holding a few rows, or a
+    level whose nodes barely differ from their parents, defers to the parent,
     and ultimately to the root, whose pooled counts estimate the class
     frequencies. The result is ``p_depth``; rows sum to 1.
 
@@ -342,6 +423,7 @@ def forest_proba(X, feature, threshold, leaf_counts, leaf_variance):
     # Counts of every node, level by level: level j has 2**j nodes per tree.
     levels = [leaf_counts.reshape(n_trees, 2**j, 2 ** (depth - j), n_classes).sum(axis=2)
               for j in range(depth + 1)]
+    tau2 = level_dispersion(levels, leaf_variance)
     out = np.empty((X.shape[0], n_classes))
     trees = np.arange(n_trees)[:, None]
     for start in range(0, X.shape[0], _CHUNK):
@@ -356,9 +438,10 @@ def forest_proba(X, feature, threshold, leaf_counts, leaf_variance):
                 continue
             total = np.maximum(pooled.sum(axis=1, keepdims=True), 0.0)
             noise = n_classes * n_trees * 2 ** (depth - j) * leaf_variance
-            # Sampling noise too: the frequencies of ``total / n_trees`` rows count
-            # for half when those are PRIOR_ROWS (an m-estimate toward the parent).
-            weight = total**2 / (total**2 + noise + PRIOR_ROWS * n_trees * total)
+            sampling = (1.0 - (proba**2).sum(axis=1, keepdims=True)) * n_trees * total
+            signal = tau2[j] * total**2
+            spread = signal + noise + sampling
+            weight = np.where(spread > 0, signal / np.where(spread > 0, spread, 1.0), 0.0)
             proba = weight * share + (1.0 - weight) * proba
         out[start:start + _CHUNK] = proba
     return out

@@ -191,8 +191,9 @@ class BaseRandomTreesClassifier(PrivacyAccountingMixin, ClassifierMixin, BaseEst
         """Class probabilities from the noisy leaf counts (post-processing, free).
 
         The counts of the leaves a row reaches are pooled over the trees, and
-        each depth's pooled counts are trusted in proportion to how far they
-        stand above their noise, deferring to the parent node otherwise (see
+        each depth's pooled counts are trusted as far as their frequencies are
+        more precise than the spread between sibling nodes that the release
+        shows at that depth, deferring to the parent node otherwise (see
         :func:`~dpsk.mechanisms._forest.forest_proba` and ``docs/trees.rst``,
         "From counts to probabilities").
 
