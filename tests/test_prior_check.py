@@ -283,12 +283,9 @@ def test_the_check_runs_at_its_share(monkeypatch):
 
     seen = []
     original = base.release_prior_check
-
-    def spy(margin, budget, rng):
-        seen.append(budget)
-        return original(margin, budget, rng)
-
-    monkeypatch.setattr(base, "release_prior_check", spy)
+    monkeypatch.setattr(base, "release_prior_check",
+                        lambda margin, budget, rng: seen.append(budget)
+                        or original(margin, budget, rng))
     X, y = _noise_labels(n=500)
     clf = DPLogisticRegression(epsilon=1.0, classes=[0, 1], random_state=0).fit(X, y)
     expected = clf._prior_budget(500, X.shape[1] + 1, clf._make_loss(2), 2, 1.0, 0.0)
