@@ -122,7 +122,9 @@ def rule_bound(final, n_train, n_features, n_classes, epsilon, delta, alpha=None
     :func:`~dpsk.mechanisms._alpha.excess_risk_bound` of the fit
     :func:`rule_alpha` describes, at ``alpha``, or with ``alpha=None`` at the
     rule's own alpha (:func:`rule_alpha`, where the bound is smallest): what
-    the rule promises for that fit, in nats of the loss. Public quantities only. None when
+    the rule promises for that fit, in nats of the loss, at the model's own
+    budget (what the class counts and the prior check leave it). Public
+    quantities only. None when
     ``n_features`` is unknown or ``final`` has no rule (no ``perturbation``
     or no loss constants).
     """
@@ -136,8 +138,14 @@ def rule_bound(final, n_train, n_features, n_classes, epsilon, delta, alpha=None
     if alpha is None:
         # The rule's own alpha (cached like every rule_alpha of a search).
         alpha = rule_alpha(final, n_train, n_features, n_classes, epsilon, delta)
-    return float(alpha), float(excess_risk_bound(alpha, int(n_train), width, epsilon, delta,
-                                                 **public))
+    model_epsilon = epsilon
+    if getattr(final, "_spends_on_prior", lambda: False)():
+        # The model runs at what the class counts and the prior check leave it, and
+        # its rule's alpha is chosen for that budget: promise what that fit gets.
+        model_epsilon = final._prior_budget(int(n_train), width, loss, n_classes, epsilon,
+                                            delta, loss_at).model_epsilon
+    return float(alpha), float(excess_risk_bound(alpha, int(n_train), width, model_epsilon,
+                                                 delta, **public))
 
 
 def _public_key(final):
