@@ -96,11 +96,6 @@ class PriorBudget:
     check_sigma: float | None = None
 
     @property
-    def checks(self):
-        """Whether the fit runs the prior check."""
-        return self.check_share > 0
-
-    @property
     def pure_side_epsilon(self):
         """The pure releases beside the model (counts and check), or 0 for Gaussian ones."""
         return (self.count_epsilon or 0.0) + (self.check_epsilon or 0.0)
