@@ -1,11 +1,12 @@
-"""What the prior check reads of the training rows, and the model it may release instead.
+"""What the prior check reads of the training rows.
 
 The mechanism (its sensitivity, noise and guarantee) is
 :mod:`dpsk.mechanisms._prior_check`; this module computes its exact input,
 the margin ``M`` of the released weights over the prior model on the design
 rows, block by block so that memory stays bounded (a stored design, the
 blocks of :class:`dpsk._data._design.DesignRows`, or the blocks of a Dask
-array on the workers), and builds the prior model's weights.
+array on the workers). The prior model it may release instead is
+:func:`dpsk.linear_model._base.prior_model_weights`.
 """
 
 import numpy as np

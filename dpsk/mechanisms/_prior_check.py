@@ -35,8 +35,6 @@ Everything here is public or a release: the share (:func:`check_share`) is a
 function of ``n`` and ``epsilon`` only.
 """
 
-import math
-
 import numpy as np
 
 from ._samplers import add_on_grid, gamma_norm_noise, gaussian_noise
@@ -113,4 +111,4 @@ def release_prior_check(margin, budget, rng):
 
 def prior_wins(noisy_margin):
     """Release the prior model when the noisy margin is negative (post-processing)."""
-    return bool(noisy_margin < 0) and not math.isnan(noisy_margin)
+    return bool(noisy_margin < 0)
